@@ -94,6 +94,8 @@ final class FdServer implements AutoCloseable {
     private final Set<Integer> allowedUids;
     private final long timeoutNanos;
     private final System.Logger logger;
+    /** The provider's lease, which names the socket: a cleaner that removed the socket may have removed it too. */
+    private final OwnerLease lease;
     private final List<Export> exports = new ArrayList<>();
     private final Thread thread;
     private boolean closed;
@@ -104,7 +106,7 @@ final class FdServer implements AutoCloseable {
     private record Export(byte[] token, MemfdChunk chunk) {}
 
     private FdServer(Libc libc, SharedDirectory directory, String socketName, String socketPath, FileDescriptor listener,
-                     FileDescriptor stop, Set<Integer> allowedUids, long timeoutNanos, String owner, System.Logger logger) {
+                     FileDescriptor stop, Set<Integer> allowedUids, long timeoutNanos, OwnerLease lease, System.Logger logger) {
         this.libc = libc;
         this.directory = directory;
         this.socketName = socketName;
@@ -117,12 +119,13 @@ final class FdServer implements AutoCloseable {
         this.ownUidProvesTheUser = ownUidProvesTheUser(ownUid, this.allowedUids, UserNamespace.current());
         this.timeoutNanos = timeoutNanos;
         this.logger = logger;
+        this.lease = lease;
         this.rebindFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.refusedPeer = new RepeatedWarning(logger, REPEATED_WARNING);
         this.silentClient = new RepeatedWarning(logger, REPEATED_WARNING);
         this.acceptFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.serveFailed = new RepeatedWarning(logger, REPEATED_WARNING);
-        this.thread = Thread.ofPlatform().daemon().name("conduit-memfd-server-" + owner.substring(0, 8))
+        this.thread = Thread.ofPlatform().daemon().name("conduit-memfd-server-" + lease.owner().substring(0, 8))
                 .unstarted(this::serveUntilStopped);
     }
 
@@ -167,8 +170,7 @@ final class FdServer implements AutoCloseable {
             } catch (ErrnoException e) {
                 throw startFailure(path, e);
             }
-            FdServer server = new FdServer(libc, directory, name, path, listener, stop, allowedUids, timeoutNanos,
-                    lease.owner(), logger);
+            FdServer server = new FdServer(libc, directory, name, path, listener, stop, allowedUids, timeoutNanos, lease, logger);
             server.thread.start();
             logger.log(DEBUG, () -> "memfd fd server listening on " + path);
             return server;
@@ -370,6 +372,12 @@ final class FdServer implements AutoCloseable {
         rebindFailed.reset();
         logger.log(WARNING, () -> "memfd fd server: its socket " + socketPath + " was removed from the shared directory while in use "
                 + "(" + SharedDirectory.CLEANERS + "); it is bound again. Imports tried meanwhile failed. Keep such cleaners off the shared directory");
+        // A cleaner that removes a user's files (RemoveIPC) took the provider's lease too, which names the socket just bound:
+        // said nowhere else until the pool's next new export, which a worker's provider may never make.
+        lease.warnOnceIfRemoved("memfd: this process's pool", "Its fd server's socket, bound again at " + socketPath + ", serves "
+                + "on while this process lives, but should this process die, no Conduit process reclaims that socket, since no lease "
+                + "names it (conduit info then lists it under NO LEASE: remove it by hand). Close the pool or worker and open a new "
+                + "one, whose lease covers its socket");
     }
 
     private void acceptOne(MemorySegment request) {

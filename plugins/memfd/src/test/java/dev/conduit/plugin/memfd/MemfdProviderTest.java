@@ -73,6 +73,40 @@ class MemfdProviderTest {
     }
 
     /**
+     * A cleaner that removes every file of the user (logind's RemoveIPC=yes) takes the provider's
+     * socket and its lease: the fd server binds the socket again, which no lease then names, and a
+     * process killed after that left it in the directory for good, where no reclaim removes it,
+     * without a word of it: the pool's own warning waits for its next new export, which a worker's
+     * provider may never make (found by a helper playing an SRE: rm of a running worker's files,
+     * kill -9, conduit reclaim left "1 file that no lease names"). The rebind now says so.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS)
+    void aSocketBoundAgainAfterItsLeaseWasRemovedTooSaysNoLeaseNamesIt() throws Exception {
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared).withLogger(recording))) {
+            provider.export(provider.allocate(SIZE));
+            java.util.List<String> files = Leaks.files(shared);
+            String socket = files.stream().filter(name -> name.endsWith(FdProtocol.SOCKET_SUFFIX)).findFirst().orElseThrow();
+            String lease = files.stream().filter(name -> name.endsWith(".lease")).findFirst().orElseThrow();
+            Files.delete(shared.resolve(socket));
+            Files.delete(shared.resolve(lease));
+
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10); // the rebind: within about a second
+            while (recording.warnings().size() < 2 && System.nanoTime() < deadline) Thread.sleep(50);
+            assertThat(recording.warnings()).as("the rebind's warnings").hasSize(2);
+            assertThat(recording.warnings().getFirst()).contains("it is bound again");
+            assertThat(recording.warnings().get(1))
+                    .contains("memfd: this process's pool's lease " + shared.resolve(lease) + " was removed from the shared directory")
+                    .contains("bound again at " + shared.resolve(socket))
+                    .contains("no Conduit process reclaims that socket").contains("NO LEASE")
+                    .contains("keep such cleaners off " + shared);
+            provider.export(provider.allocate(SIZE));
+            assertThat(recording.warnings()).as("said once: not again at the next export").hasSize(2);
+        }
+    }
+
+    /**
      * A chunk larger than the memory and swap the system has available is refused, naming its
      * size, what is available and what to do: a memfd takes its pages as they are first written,
      * and past what memory holds the kernel's OOM killer ends a process rather than fail the write.
