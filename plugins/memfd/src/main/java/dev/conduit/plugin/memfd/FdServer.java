@@ -380,6 +380,16 @@ final class FdServer implements AutoCloseable {
                 + "one, whose lease covers its socket");
     }
 
+    /**
+     * What to do about a failed accept, for its warning: the importers wait meanwhile, and fail after
+     * their {@code memfd.connect.timeout}. Out of descriptors it named no limit to raise.
+     */
+    private static String acceptRemedy(ErrnoException e) {
+        if (e.errno() != Errno.EMFILE && e.errno() != Errno.ENFILE) return "";
+        return "; importers of this process's chunks and peers connecting to its workers wait meanwhile, and fail after "
+                + MemfdConfig.CONNECT_TIMEOUT.name() + ": " + Errno.shortageRemedy(e.errno());
+    }
+
     private void acceptOne(MemorySegment request) {
         FileDescriptor connection;
         try {
@@ -388,7 +398,7 @@ final class FdServer implements AutoCloseable {
             // Out of descriptors or buffers: the connection stays queued, so poll would report it
             // again at once. Pause instead of spinning, and stay stoppable while paused.
             acceptFailed.log(() -> "memfd fd server on " + socketPath + ": accepting a connection failed: " + e.getMessage()
-                    + "; retrying every " + ACCEPT_RETRY_MILLIS + " ms");
+                    + "; retrying every " + ACCEPT_RETRY_MILLIS + " ms" + acceptRemedy(e));
             libc.poll(stop, POLLIN, ACCEPT_RETRY_MILLIS);
             return;
         }

@@ -432,6 +432,33 @@ class MemfdImporterTest {
     }
 
     /**
+     * A producer out of descriptors cannot accept an importer's connection; it retries, and said
+     * so with the errno alone ("accepting a connection failed: accept4(...): EMFILE (Too many open
+     * files); retrying every 100 ms"), naming no limit to raise (found by a helper playing an SRE:
+     * a worker under ulimit -n 40 that 80 senders connected to). The warning now names it; the
+     * import that waited succeeds once a descriptor is free.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS)
+    void anAcceptOutOfDescriptorsIsRetriedAndSaysWhichLimitToRaise() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger acceptFailures = new java.util.concurrent.atomic.AtomicInteger();
+        Libc shortOnce = failing(Errno.EMFILE, (call, args) -> call.equals("accept") && acceptFailures.incrementAndGet() == 1);
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        MemoryProvider producer = MemfdProvider.open(shortOnce, TestContext.of(shared).withLogger(recording));
+        try {
+            byte[] payload = producer.export(producer.allocate(SIZE));
+            try (ChunkMapping mapping = map(importer, payload, SIZE)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(SIZE);
+            }
+            assertThat(recording.warnings()).singleElement().asString()
+                    .contains("accepting a connection failed").contains("EMFILE").contains("retrying every")
+                    .contains("memfd.connect.timeout").contains("raise its open-file limit (ulimit -n");
+        } finally {
+            producer.close();
+        }
+    }
+
+    /**
      * The rebind's temporary name fits wherever the socket's name does: in a directory of the
      * longest path whose socket fits an AF_UNIX address, it binds by path, without /proc (a longer
      * temporary name needed /proc there, and every rebind failed where it is not mounted).
