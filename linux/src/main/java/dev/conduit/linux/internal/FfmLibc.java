@@ -1099,7 +1099,7 @@ public final class FfmLibc implements Libc {
     static void bind() {
         List<String> missing = Native.missingSymbols(SYMBOLS);
         if (!missing.isEmpty()) {
-            throw new UnsatisfiedLinkError("the C library lacks " + String.join(", ", missing));
+            throw new UnsatisfiedLinkError(Probe.missingSymbols(missing, SYMBOLS.length));
         }
         INSTANCE.getpid();
     }

@@ -43,6 +43,22 @@ public final class Probe {
         }
     }
 
+    /**
+     * Why binding failed when {@code missing} of the {@code looked} functions were not found. None
+     * found at all is no C library's lack: the JDK's system lookup is empty when it could not load
+     * its own {@code lib/libsyslookup.so} the first time the JVM used it (it returns a lookup that
+     * finds nothing, for the JVM's life), as a process out of descriptors cannot. That was reported
+     * as "the C library lacks ftruncate, fallocate, ..." with every function named, which sent the
+     * reader after the C library.
+     */
+    static String missingSymbols(java.util.List<String> missing, int looked) {
+        if (missing.size() < looked) return "the C library lacks " + String.join(", ", missing);
+        return "the JVM's system lookup (Linker.nativeLinker().defaultLookup()) finds no C library function at all, not even "
+                + missing.getLast() + ": the JDK could not load its lib/libsyslookup.so when this JVM first used it, and does not "
+                + "try again. That happens to a process out of file descriptors then (EMFILE: raise its open-file limit, ulimit -n, "
+                + "RLIMIT_NOFILE, systemd LimitNOFILE) or out of memory, or to a JDK without that file; restart the JVM once that is fixed";
+    }
+
     /** The sentence for a JVM that denies native access, with the exact flag to add. */
     static String nativeAccessDenied(Module module) {
         String target = module.isNamed() ? module.getName() : "ALL-UNNAMED";

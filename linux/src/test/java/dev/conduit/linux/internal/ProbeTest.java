@@ -45,4 +45,18 @@ class ProbeTest {
         };
         assertThat(Probe.unavailabilityCause("Linux", "amd64", MODULE, missing)).hasMessageContaining("memfd_create");
     }
+
+    /**
+     * A JVM that could not load the JDK's libsyslookup.so (started, or first using FFM, out of
+     * descriptors: ulimit -n 18) finds no function at all, and was told "the C library lacks
+     * ftruncate, fallocate, fcntl, ..." (every one), blaming the C library. Found by a helper
+     * playing an SRE. One missing function is still the C library's lack.
+     */
+    @Test
+    void noFunctionFoundAtAllBlamesTheJdksLookupAndNamesTheDescriptorLimitNotTheCLibrary() {
+        assertThat(Probe.missingSymbols(java.util.List.of("memfd_create"), 34)).isEqualTo("the C library lacks memfd_create");
+        String none = Probe.missingSymbols(java.util.List.of("ftruncate", "close", "getpagesize"), 3);
+        assertThat(none).doesNotContain("the C library lacks").contains("finds no C library function at all, not even getpagesize")
+                .contains("libsyslookup.so").contains("ulimit -n").contains("restart the JVM");
+    }
 }
