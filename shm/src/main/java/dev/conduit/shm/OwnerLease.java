@@ -580,15 +580,9 @@ public final class OwnerLease implements AutoCloseable {
         try {
             reclaimDead(libc, directory, prefix);
         } catch (ConduitException e) {
-            try {
-                logger.log(System.Logger.Level.WARNING, () -> "could not remove every file of dead owners (" + prefix + "-*) in "
-                        + directory.path() + "; the next provider to open there tries again: " + e.getMessage(), e);
-            } catch (RuntimeException | Error cannotLog) {
-                // Out of descriptors, formatting a record can fail too (JUL's first record loads the time zones: an Error, then
-                // NoClassDefFoundError): said nowhere then, rather than failing the provider's open with the logger's failure in
-                // place of what it hit. The JVM's own (OutOfMemoryError, StackOverflowError) go on.
-                if (cannotLog instanceof VirtualMachineError vm) throw vm;
-            }
+            // Out of descriptors the record itself may not be logged: the provider's open then fails with what it hit.
+            BestEffortLog.warn(logger, () -> "could not remove every file of dead owners (" + prefix + "-*) in "
+                    + directory.path() + "; the next provider to open there tries again: " + e.getMessage(), e);
         }
     }
 
@@ -928,17 +922,12 @@ public final class OwnerLease implements AutoCloseable {
         }
     }
 
-    /** {@link #close}'s WARNING of a lease kept; a failure to log costs the close nothing (see {@link #reclaimDeadOrWarn}). */
+    /** {@link #close}'s WARNING of a lease kept; a failure to log costs the close nothing: the lease stays, unlocked, for the next reclaim. */
     private void warnKept(FilesLeft left) {
-        try {
-            logger.log(System.Logger.Level.WARNING, () -> left.what() + "; the lease " + path()
-                    + " is kept, unlocked, so that the next reclaim of dead owners' files in " + directory.path() + ", which any "
-                    + "Conduit process runs as it opens a memory provider or worker there, removes what is left of this owner's "
-                    + "files and then the lease" + left.remedy());
-        } catch (RuntimeException | Error cannotLog) {
-            if (cannotLog instanceof VirtualMachineError vm) throw vm;
-            // said nowhere, then: the lease is still kept, unlocked, for the next reclaim
-        }
+        BestEffortLog.warn(logger, () -> left.what() + "; the lease " + path()
+                + " is kept, unlocked, so that the next reclaim of dead owners' files in " + directory.path() + ", which any "
+                + "Conduit process runs as it opens a memory provider or worker there, removes what is left of this owner's "
+                + "files and then the lease" + left.remedy(), null);
     }
 
     /**

@@ -618,17 +618,9 @@ public final class ShmTransport implements Transport {
         }
     }
 
-    /**
-     * Logs a WARNING where a failure to log must cost nothing (inside a record's handler, it would
-     * cost the record): out of descriptors, formatting a log record can itself fail, as the JDK
-     * loads its time-zone data on first use.
-     */
+    /** A WARNING where a failure to log must cost nothing (inside a record's handler, it would cost the record). */
     private void warnBestEffort(java.util.function.Supplier<String> message) {
-        try {
-            context.logger().log(System.Logger.Level.WARNING, message);
-        } catch (RuntimeException | LinkageError e) {
-            // Said nowhere, then: the handler's own outcome matters more.
-        }
+        BestEffortLog.warn(context.logger(), message, null);
     }
 
     @Override
