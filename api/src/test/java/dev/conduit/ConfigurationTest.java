@@ -271,6 +271,19 @@ class ConfigurationTest {
         }
     }
 
+    /**
+     * A relative shared.dir reaches the plugins resolved against the working directory, so that
+     * their messages name the directory itself: they said {@code open("rel")}, which a service whose
+     * working directory is not the operator's shell's does not tell (a helper playing an SRE).
+     */
+    @Test
+    void aRelativeSharedDirectoryReachesThePluginsResolvedAgainstTheWorkingDirectory() {
+        TestPlugin p = plugin();
+        try (Conduit c = isolated().addPlugin(p).sharedDirectory(Path.of("relative/shared")).build()) {
+            assertThat(p.probeContext.sharedDirectory()).isEqualTo(Path.of(System.getProperty("user.dir"), "relative", "shared"));
+        }
+    }
+
     @Test
     void keysOfAnUnavailablePluginMayStillBeSet() {
         TestPlugin p = TestPlugin.named("cfg").configKeys(SIZE).probe(x -> Availability.unavailable("no device"));

@@ -75,7 +75,9 @@ public final class ConduitRuntime implements Conduit {
         for (String warning : config.unknownSettingWarnings()) {
             LOG.log(System.Logger.Level.WARNING, warning);
         }
-        Path shared = config.get(RuntimeKeys.SHARED_DIR);
+        // A relative shared.dir is the working directory's (a systemd unit's WorkingDirectory, easily forgotten): resolved once,
+        // so that the plugins and every message they write name the directory itself.
+        Path shared = config.get(RuntimeKeys.SHARED_DIR).toAbsolutePath();
         PluginRegistry registry = PluginRegistry.probeAndSelect(records,
                 name -> RuntimePluginContext.of(config, shared, name),
                 config.get(RuntimeKeys.PROBE_TIMEOUT), config.sourceOf(RuntimeKeys.PROBE_TIMEOUT), preference);
