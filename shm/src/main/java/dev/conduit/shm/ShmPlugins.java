@@ -24,6 +24,14 @@ public final class ShmPlugins {
      */
     public static final Set<ThreadMode> THREAD_MODES = Collections.unmodifiableSet(EnumSet.of(ThreadMode.SINGLE, ThreadMode.SERIALIZED));
 
+    /**
+     * The plugins built on this module whose owners hold leases in the shared directory
+     * ({@link OwnerLease}, files named {@code conduit-<plugin>-...}): every reclaim of dead owners'
+     * files a transport runs covers each of them, for a process that used several (a worker over
+     * memfd with a posix pool) leaves files of each when it dies, and a peer finds its death over one.
+     */
+    public static final List<String> LEASE_PLUGINS = List.of("memfd", "posix");
+
     private ShmPlugins() {
     }
 

@@ -609,12 +609,21 @@ public final class ShmTransport implements Transport {
         }
     }
 
-    /** Removes what dead workers and providers of this plugin left in the shared directory. */
+    /**
+     * Removes what dead workers and providers left in the shared directory: of this plugin, and of
+     * the other plugins built on this module ({@link ShmPlugins#LEASE_PLUGINS}). A process that used
+     * both (a worker over memfd, a pool of posix holding large regions) dies with files of each, and
+     * its peers find the death over one: until 2026-12-06 the other's files (a posix pool's chunks:
+     * gigabytes of tmpfs) stayed until a worker or pool of that plugin next opened on the directory.
+     * Only the shared directory: posix chunks that {@code posix.dir} puts elsewhere wait for posix.
+     */
     private void reclaimDeadPeers(SharedDirectory dir) {
-        try {
-            OwnerLease.reclaimDead(libc, dir, "conduit-" + plugin);
-        } catch (RuntimeException e) {
-            warnBestEffort(() -> "could not reclaim dead peers' files in " + dir + ": " + e.getMessage());
+        for (String leasePlugin : ShmPlugins.LEASE_PLUGINS) {
+            try {
+                OwnerLease.reclaimDead(libc, dir, "conduit-" + leasePlugin);
+            } catch (RuntimeException e) {
+                warnBestEffort(() -> "could not reclaim dead peers' files (conduit-" + leasePlugin + "-*) in " + dir + ": " + e.getMessage());
+            }
         }
     }
 

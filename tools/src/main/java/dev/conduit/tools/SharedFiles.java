@@ -6,6 +6,7 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.OwnerLease;
+import dev.conduit.shm.ShmPlugins;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.ConduitException;
 
@@ -21,9 +22,6 @@ import java.util.Set;
  * acts on. The judging of owners is {@link OwnerLease}'s, the code the plugins run.
  */
 final class SharedFiles {
-
-    /** The plugins whose files are named after owner leases ({@code conduit-<plugin>-<owner>...}). */
-    private static final List<String> LEASE_PLUGINS = List.of("memfd", "posix");
 
     private static final String SHARED_DIR = "shared.dir";
     private static final String POSIX_DIR = "posix.dir";
@@ -77,7 +75,7 @@ final class SharedFiles {
         // posix.dir set to the shared directory itself names one place twice, by two keys: listed once, by the first.
         Map<List<Object>, Place> places = new LinkedHashMap<>();
         for (PluginInfo plugin : plugins) {
-            if (!LEASE_PLUGINS.contains(plugin.name()) || plugin.status() == PluginInfo.Status.EXCLUDED) continue;
+            if (!ShmPlugins.LEASE_PLUGINS.contains(plugin.name()) || plugin.status() == PluginInfo.Status.EXCLUDED) continue;
             for (String key : plugin.name().equals("posix") ? List.of(SHARED_DIR, POSIX_DIR) : List.of(SHARED_DIR)) {
                 configuration.stream().filter(e -> e.key().equals(key) && e.value() != null && !e.value().isBlank()).findFirst()
                         .ifPresent(e -> {
