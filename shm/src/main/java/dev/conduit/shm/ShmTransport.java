@@ -796,7 +796,15 @@ public final class ShmTransport implements Transport {
                 if (keepsConnectionAnnouncedWith(leaseName) && leaseIsGone(leaseName)) throw goneFromTheDirectory(leaseName, null);
                 throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
             }
-            mapping = importer.map(new PayloadReader(export, 0, export.length, "queue.", "Conduit worker address"), queueLength);
+            try {
+                mapping = importer.map(new PayloadReader(export, 0, export.length, "queue.", "Conduit worker address"), queueLength);
+            } catch (ConduitException e) {
+                if (e instanceof PeerFailedException || e instanceof InvalidHandleException) throw e;
+                // The importer speaks of a producer and its export: here they are the peer's worker and its receive queue
+                // ("the producer's fd server ... did not answer" told an operator nothing of the worker it connected to).
+                throw new ConduitException(plugin + ": cannot map the peer's receive queue, which its worker exports as a "
+                        + "producer exports a region: " + e.getMessage(), e);
+            }
             ReceiveQueue peerQueue;
             try {
                 peerQueue = ReceiveQueue.attach(mapping.segment(), token);

@@ -1271,6 +1271,25 @@ class ShmTransportTest {
     }
 
     /**
+     * A connect whose import of the peer's receive queue fails says so before the importer's own
+     * words, which speak of a producer and its export: over memfd, "the producer's fd server ... did
+     * not answer within memfd.connect.timeout" was all a connect to a stopped peer said, naming no
+     * worker (a helper playing an SRE). The watch of the peer's lease is given back.
+     */
+    @Test
+    void aConnectWhoseImportOfThePeersQueueFailsSaysItWasThePeersQueue() {
+        Transport receiver = transport(new Received());
+        Transport sender = receiverWith(new Received(), importer -> (payload, length) -> {
+            throw new ConduitException("the producer's fd server on /x.sock did not answer within memfd.connect.timeout (injected by the test)");
+        });
+        long descriptors = ProcessResources.openDescriptors();
+        assertThatThrownBy(() -> connect(sender, receiver, cause -> { })).isExactlyInstanceOf(ConduitException.class)
+                .hasMessage("posix: cannot map the peer's receive queue, which its worker exports as a producer exports a region: the "
+                        + "producer's fd server on /x.sock did not answer within memfd.connect.timeout (injected by the test)");
+        assertThat(ProcessResources.openDescriptors()).as("the watch of the peer's lease").isEqualTo(descriptors);
+    }
+
+    /**
      * A peer's queue file truncated after the importer checked its length (a process with write
      * access to the shared directory shrank it) faults at the connect's first read of its header:
      * the connect used to throw the JVM's bare InternalError and keep the mapping of the queue and
