@@ -145,7 +145,10 @@ import java.security.MessageDigest;
  * a sender took meanwhile.
  * A length no sender writes (a process that maps the queue wrote it) is skipped
  * up to the next cache line, where the next honest record starts: it costs what it covers, and the
- * queue goes on.
+ * queue goes on. A well-formed record written past every claim is read like any other, since
+ * checking each record against the tail would cost every message a read of the line each claim
+ * writes; the head then passes the tail, which {@link #headerDamage} reports, as it does a tail
+ * word written.
  */
 public final class ReceiveQueue {
 
@@ -338,7 +341,12 @@ public final class ReceiveQueue {
         // Named-up-to before the tail, as every reader of both: a claim named between the two reads would put it past the tail read first.
         long named = (long) LONG.getAcquire(memory, NAMED_OFFSET);
         long tail = tailAbove((long) LONG.getVolatile(memory, TAIL_OFFSET), zeroed);
-        if (tail - zeroed > capacity) return "its tail " + tail + " is not within a ring of its head " + zeroed;
+        if (tail - zeroed > capacity) {
+            // Also where this receiver's head passed the tail: poll reads a well-formed record without reading the tail,
+            // whose line every claim writes (a read per message on the path), so one written past every claim is read.
+            return "its tail " + tail + " is not within a ring of its head " + zeroed + " (its tail word was written, or this "
+                    + "receiver read a well-formed record written into its ring past every claim)";
+        }
         // At most a ring behind the shared head: a claim that pads the ring's end stores its padding before named-up-to,
         // and the receiver may read past that padding and zero it meanwhile.
         if (zeroed - named > capacity || tail - named < 0) {

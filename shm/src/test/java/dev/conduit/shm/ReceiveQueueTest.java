@@ -480,6 +480,27 @@ class ReceiveQueueTest {
         assertThat(drain()).containsExactly(2L);
     }
 
+    /**
+     * A well-formed record written past every claim (a length a sender could write) is read: poll
+     * does not read the tail, whose line every claim writes, for each record it takes. The head then
+     * passes the tail, and the header check names that among the causes, so that a worker failed by
+     * writes into its ring alone is not told only that its header was overwritten (a helper playing
+     * a security reviewer: a thread writing random words near a posix worker's head).
+     */
+    @Test
+    void aWellFormedRecordPastEveryClaimIsReadAndTheHeaderCheckSaysSo() {
+        send(ReceiveQueue.MSG, 1, 64);
+        assertThat(drain()).containsExactly(1L);
+        long head = ReceiveQueue.HEADER_LENGTH + 64;
+        memory.set(ValueLayout.JAVA_LONG, head + ReceiveQueue.CONNECTION, 7);
+        // Written where no sender has claimed yet, long enough that the receiver gives back what it read (a zeroing slice).
+        long length = 256; // this 4 KiB ring's zeroing slice
+        memory.set(ValueLayout.JAVA_LONG, head, length | (long) ReceiveQueue.MSG << 32);
+        assertThat(drain()).containsExactly(7L);
+        assertThat(receiver.headerDamage(TOKEN)).contains("is not within a ring of its head " + (64 + length) + " (its tail word was "
+                + "written, or this receiver read a well-formed record written into its ring past every claim)");
+    }
+
     @Test
     void aTailNoSenderCouldHaveWrittenIsReportedAsCorruption() {
         for (long tail : new long[] {4096 + 64, 1L << 37}) { // claims never take more than a ring past the head
