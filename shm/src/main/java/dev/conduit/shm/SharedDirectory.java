@@ -263,7 +263,8 @@ public final class SharedDirectory implements AutoCloseable {
 
     /**
      * The names in the directory that start with {@code prefix}, sorted: the directory this
-     * process holds open, as every other operation here, not whatever its path names now.
+     * process holds open, as every other operation here, not whatever its path names now. Names
+     * that are not UTF-8 are left out: no Conduit process makes one, and none could be named back.
      *
      * @throws ConduitException naming the errno and what to do: listing opens a descriptor, so a
      *                          process out of them fails here ({@code EMFILE}), and a directory removed
@@ -276,7 +277,9 @@ public final class SharedDirectory implements AutoCloseable {
         } catch (ErrnoException e) {
             throw listFailure(e);
         }
-        return names.stream().filter(n -> n.startsWith(prefix)).sorted().toList();
+        // A name that is not UTF-8 was decoded with replacement characters and cannot be named back to the kernel: no
+        // Conduit process makes one, and a reclaim that listed it reported it removed when its unlink found nothing.
+        return names.stream().filter(n -> n.startsWith(prefix) && n.indexOf('\uFFFD') < 0).sorted().toList();
     }
 
     private ConduitException listFailure(ErrnoException e) {

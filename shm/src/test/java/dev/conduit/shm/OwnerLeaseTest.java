@@ -482,6 +482,28 @@ class OwnerLeaseTest {
     }
 
     /**
+     * A file under a dead owner's name whose name is not UTF-8 (no Conduit process makes one) is
+     * not reported removed: the listing decoded it with a replacement character, the unlink of that
+     * name found nothing, and the reclaim said it had removed the file that stayed (a helper playing
+     * a security reviewer planted {@code conduit-posix-<owner>-chunk\xff}).
+     */
+    @Test
+    void aFileWhoseNameIsNotUtf8IsNeitherRemovedNorReportedRemoved() throws Exception {
+        String owner = SharedDirectory.randomId();
+        String leaseName = OwnerLease.leaseName("conduit-test", owner);
+        java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead
+        String prefix = "conduit-test-" + owner + "-chunk";
+        Process touch = new ProcessBuilder("sh", "-c", "touch \"$0/$1$(printf '\\377')\"", shared.toString(), prefix).start();
+        assertThat(touch.waitFor()).as("touch of a name ending in byte 0xff").isZero();
+        Libc libc = Linux.libc();
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).containsExactly(leaseName);
+        }
+        assertThat(shared.toFile().list()).as("the file whose name is not UTF-8 stays, and was not reported removed").hasSize(1)
+                .allSatisfy(name -> assertThat(name).startsWith(prefix));
+    }
+
+    /**
      * A close that cannot list the directory cannot tell that its owner's files are gone: it keeps
      * the lease, unlocked, for the next reclaim (which lists it) to remove with whatever is left.
      */
