@@ -1,6 +1,7 @@
 package dev.conduit.internal.worker;
 
 import dev.conduit.Endpoint;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PeerFailedException;
@@ -43,6 +44,22 @@ public final class TransportSink implements MessageSink {
     private final LongMap<RuntimeEndpoint> replies = new LongMap<>();
     /** The connects under way to a sender, by its key; under this object's monitor. */
     private final LongMap<Connecting> connecting = new LongMap<>();
+    /** The last failed connect to a sender, by its key, while answers to it fail at once; under this object's monitor. */
+    private final LongMap<FailedReply> failedReplies = new LongMap<>();
+
+    /**
+     * A connect to a sender that failed, and until when answers to that sender fail at once with
+     * its failure: for as long as the connect took. A stopped sender with many requests queued
+     * (SIGSTOP, a debugger) had each of its answers wait out the transport's connect timeout
+     * (memfd: 2 s) inside one progress() call, while every other sender waited too: ten requests,
+     * twenty seconds. Now that progress() waits once per such span, and a sender that resumes is
+     * answered again once it has passed.
+     */
+    private record FailedReply(RuntimeException failure, long tookNanos, long failedAt) {
+        boolean stands(long now) {
+            return now - (failedAt + tookNanos) < 0;
+        }
+    }
 
     /**
      * The threads connecting a reply endpoint to one sender now, and whether that sender's end was
@@ -83,6 +100,7 @@ public final class TransportSink implements MessageSink {
         RuntimeEndpoint ep;
         synchronized (this) {
             ep = replies.remove(sender);
+            failedReplies.remove(sender);
             Connecting underWay = connecting.remove(sender);
             if (underWay != null) underWay.ended = true;
         }
@@ -126,6 +144,12 @@ public final class TransportSink implements MessageSink {
         synchronized (this) {
             ep = openReply(sender);
             if (ep == null) {
+                FailedReply failed = failedReplies.get(sender);
+                if (failed != null) {
+                    long now = System.nanoTime();
+                    if (failed.stands(now)) throw stillFailing(sender, failed, now);
+                    failedReplies.remove(sender);
+                }
                 attempt = connecting.get(sender);
                 if (attempt == null) {
                     attempt = new Connecting();
@@ -157,6 +181,7 @@ public final class TransportSink implements MessageSink {
      */
     private RuntimeEndpoint connect(long sender, Connecting attempt) {
         RuntimeEndpoint fresh;
+        long started = System.nanoTime();
         try {
             fresh = worker.connectToSender(transportIndex, sender);
         } catch (Throwable e) { // also a checked one a plugin threw through connect: the attempt must be left (precise rethrow)
@@ -164,6 +189,10 @@ public final class TransportSink implements MessageSink {
             synchronized (this) {
                 leave(sender, attempt);
                 kept = attempt.ended ? null : openReply(sender);
+                if (kept == null && !attempt.ended && e instanceof RuntimeException failure && !(e instanceof NotSupportedException)) {
+                    long now = System.nanoTime();
+                    failedReplies.put(sender, new FailedReply(failure, now - started, now));
+                }
             }
             if (kept == null) throw e;
             // Another thread's connect to this sender, made at the same time, was kept: the answer goes through it.
@@ -177,6 +206,7 @@ public final class TransportSink implements MessageSink {
             kept = attempt.ended ? null : openReply(sender);
             if (kept == null && !attempt.ended) {
                 replies.put(sender, fresh);
+                failedReplies.remove(sender);
                 return fresh;
             }
         }
@@ -199,6 +229,21 @@ public final class TransportSink implements MessageSink {
             dispatch.delivery().fail(e);
         }
         return kept;
+    }
+
+    /**
+     * What an answer to {@code sender} throws while its last connect's failure stands: that failure's
+     * kind (a peer failure stays one), saying when it failed and until when no connect is tried.
+     */
+    private RuntimeException stillFailing(long sender, FailedReply failed, long now) {
+        String message = "cannot answer the sender of connection " + Long.toHexString(sender) + " over '" + transportName
+                + "': connecting to it failed " + (now - failed.failedAt()) / 1_000_000 + " ms ago, after "
+                + failed.tookNanos() / 1_000_000 + " ms, and answers to it fail at once for as long as that connect took, so that "
+                + "a stopped sender's queued requests do not each hold up progress() (a later answer connects again): "
+                + failed.failure().getMessage();
+        return failed.failure() instanceof PeerFailedException peer
+                ? new PeerFailedException(peer.reason(), message, peer)
+                : new ConduitException(message, failed.failure());
     }
 
     private void leave(long sender, Connecting attempt) {

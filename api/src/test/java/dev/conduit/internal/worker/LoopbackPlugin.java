@@ -64,6 +64,10 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile boolean failWhileConnecting;
     /** When set, {@code connect} fails with this reason. */
     volatile String refuseConnect;
+    /** How long each connect takes before it does anything (a peer slow to answer, as a stopped memfd peer's fd server). */
+    volatile long connectTakesMillis;
+    /** How many connects were asked of this plugin's transports. */
+    final java.util.concurrent.atomic.AtomicInteger connects = new java.util.concurrent.atomic.AtomicInteger();
     /** When set, an endpoint's {@code maxHeaderSize} throws it, as a plugin missing one of its classes would. */
     volatile Error limitsError;
     /** When set, {@code connect} throws it: a peer found dead while connecting ({@code PeerFailedException}), say. */
@@ -302,6 +306,14 @@ final class LoopbackPlugin implements ConduitPlugin {
             try {
                 String peerKey = peerAddress.string("key", 64);
                 peerAddress.end("key");
+                plugin.connects.incrementAndGet();
+                if (plugin.connectTakesMillis > 0) {
+                    try {
+                        Thread.sleep(plugin.connectTakesMillis);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
                 if (plugin.refuseConnect != null) throw new ConduitException(plugin.refuseConnect);
                 if (plugin.connectFault != null) throw plugin.connectFault;
                 if (plugin.connectReturnsNull) return null;

@@ -287,6 +287,57 @@ class ReplyEndpointTest {
                 .hasMessageContaining("the sender's queue cannot be opened from here");
     }
 
+    /**
+     * Answers to a sender whose reply connect failed after a while fail at once, with that failure,
+     * for as long as the connect took: a stopped client with several requests queued had each answer
+     * wait out memfd.connect.timeout (2 s) inside one progress() call of the server, whose other
+     * clients waited too (a helper porting a request/response service from Aeron). What is counted is
+     * connects, not time: the answers follow each other in one progress() call, well inside the 2 s
+     * the failed connect took. Once that span has passed, an answer connects again.
+     */
+    @Test
+    void answersToASenderWhoseConnectFailedAfterAWhileFailAtOnceForAsLongAsItTook() {
+        Setup s = setup(true);
+        List<Throwable> thrown = new java.util.concurrent.CopyOnWriteArrayList<>();
+        s.server().onMessage(1, m -> {
+            try {
+                m.replyEndpoint();
+            } catch (RuntimeException e) {
+                thrown.add(e);
+            }
+        });
+        Endpoint toServer = s.client().connect(s.server().address());
+        s.plugin().connectTakesMillis = 2000;
+        s.plugin().refuseConnect = "the sender's fd server did not answer (injected by the test)";
+        int before = s.plugin().connects.get();
+        for (int i = 0; i < 3; i++) toServer.send(1, longs(i));
+        progressUntil(() -> thrown.size() == 3, s.server(), s.client());
+
+        assertThat(s.plugin().connects.get() - before).as("connects to the stopped sender for three answers").isEqualTo(1);
+        assertThat(thrown.getFirst()).isExactlyInstanceOf(ConduitException.class)
+                .hasMessageContaining("the sender's fd server did not answer (injected by the test)");
+        for (Throwable later : thrown.subList(1, 3)) {
+            assertThat(later).isExactlyInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot answer the sender of connection")
+                    .hasMessageContaining("answers to it fail at once for as long as that connect took")
+                    .hasMessageContaining("the sender's fd server did not answer (injected by the test)")
+                    .hasCause(thrown.getFirst());
+        }
+
+        // The sender resumes; once as long as the failed connect took has passed, an answer connects again.
+        s.plugin().connectTakesMillis = 0;
+        s.plugin().refuseConnect = null;
+        long until = System.nanoTime() + 2_100_000_000L;
+        while (System.nanoTime() - until < 0) Thread.onSpinWait();
+        toServer.send(1, longs(4));
+        progressUntil(() -> s.plugin().connects.get() - before == 2, s.server(), s.client());
+        for (int i = 0; i < 100; i++) {
+            s.server().progress();
+            s.client().progress();
+        }
+        assertThat(thrown).as("the answer once the failure's span passed connected again, and went through").hasSize(3);
+    }
+
     @Test
     void aSenderFoundDeadByTheConnectIsAPeerFailureNamingTheSenderAndTheTransportsReason() {
         Setup s = setup(true);
