@@ -789,6 +789,7 @@ public final class ShmTransport implements Transport {
                     }), e);
         }
         ChunkMapping mapping = null;
+        boolean importing = false;
         try {
             if (!peerLease.ownerAlive()) {
                 // The watch its connections to this worker share outlives the lease's name: gone from the directory, the peer
@@ -796,15 +797,9 @@ public final class ShmTransport implements Transport {
                 if (keepsConnectionAnnouncedWith(leaseName) && leaseIsGone(leaseName)) throw goneFromTheDirectory(leaseName, null);
                 throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
             }
-            try {
-                mapping = importer.map(new PayloadReader(export, 0, export.length, "queue.", "Conduit worker address"), queueLength);
-            } catch (ConduitException e) {
-                if (e instanceof PeerFailedException || e instanceof InvalidHandleException) throw e;
-                // The importer speaks of a producer and its export: here they are the peer's worker and its receive queue
-                // ("the producer's fd server ... did not answer" told an operator nothing of the worker it connected to).
-                throw new ConduitException(plugin + ": cannot map the peer's receive queue, which its worker exports as a "
-                        + "producer exports a region: " + e.getMessage(), e);
-            }
+            importing = true;
+            mapping = importer.map(new PayloadReader(export, 0, export.length, "queue.", "Conduit worker address"), queueLength);
+            importing = false;
             ReceiveQueue peerQueue;
             try {
                 peerQueue = ReceiveQueue.attach(mapping.segment(), token);
@@ -848,6 +843,13 @@ public final class ShmTransport implements Transport {
             if (failure instanceof InternalError fault) {
                 throw new ConduitException(plugin + ": cannot reach the peer: " + MappedMemoryFaults.describe(fault, plugin,
                         "its receive queue (lease " + leaseName + ")"), fault);
+            }
+            if (importing && failure instanceof ConduitException c && !(c instanceof PeerFailedException)
+                    && !(c instanceof InvalidHandleException)) {
+                // The importer speaks of a producer and its export: here they are the peer's worker and its receive queue
+                // ("the producer's fd server ... did not answer" told an operator nothing of the worker it connected to).
+                throw new ConduitException(plugin + ": cannot map the peer's receive queue, which its worker exports as a producer "
+                        + "exports a region: " + c.getMessage(), c);
             }
             throw failure;
         }

@@ -72,7 +72,10 @@ class ShmTransportConnectTest {
         assertThat(leases()).as("only the connecting worker's lease is left").hasSize(1);
     }
 
-    /** An importer's failure while the peer lives is its own: the peer did not fail. */
+    /**
+     * An importer's failure while the peer lives is its own, not a peer failure, said as the failure
+     * to map the peer's receive queue: the importer's words speak of a producer.
+     */
     @Test
     void anImportFailureWhileThePeerLivesStaysTheImportersError() {
         ShmTransport peer = transport(new InProcessMemory());
@@ -87,7 +90,9 @@ class ShmTransportConnectTest {
 
         Throwable thrown = catchThrowable(() -> connecting.connect(new PayloadReader(peer.address()), cause -> { }));
 
-        assertThat(thrown).isSameAs(refused);
+        assertThat(thrown).isExactlyInstanceOf(ConduitException.class).hasCause(refused)
+                .hasMessage("test: cannot map the peer's receive queue, which its worker exports as a producer exports a region: "
+                        + "refused by the producer");
     }
 
     private List<Path> leases() throws Exception {
