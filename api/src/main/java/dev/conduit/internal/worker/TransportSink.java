@@ -147,7 +147,7 @@ public final class TransportSink implements MessageSink {
                 FailedReply failed = failedReplies.get(sender);
                 if (failed != null) {
                     long now = System.nanoTime();
-                    if (failed.stands(now)) throw stillFailing(sender, failed, now);
+                    if (failed.stands(now)) throw stillFailing(failed, now);
                     failedReplies.remove(sender);
                 }
                 attempt = connecting.get(sender);
@@ -232,15 +232,15 @@ public final class TransportSink implements MessageSink {
     }
 
     /**
-     * What an answer to {@code sender} throws while its last connect's failure stands: that failure's
-     * kind (a peer failure stays one), saying when it failed and until when no connect is tried.
+     * What an answer throws while the failure of its sender's last connect stands: that failure's
+     * words and kind (a peer failure stays one), saying when it failed and for how long no connect is tried.
      */
-    private RuntimeException stillFailing(long sender, FailedReply failed, long now) {
-        String message = "cannot answer the sender of connection " + Long.toHexString(sender) + " over '" + transportName
-                + "': connecting to it failed " + (now - failed.failedAt()) / 1_000_000 + " ms ago, after "
-                + failed.tookNanos() / 1_000_000 + " ms, and answers to it fail at once for as long as that connect took, so that "
-                + "a stopped sender's queued requests do not each hold up progress() (a later answer connects again): "
-                + failed.failure().getMessage();
+    private static RuntimeException stillFailing(FailedReply failed, long now) {
+        // The failure names the sender and the transport already ("cannot answer the sender of connection ... over ...").
+        String message = failed.failure().getMessage() + " (said again without a new connect: the one that failed so "
+                + (now - failed.failedAt()) / 1_000_000 + " ms ago took " + failed.tookNanos() / 1_000_000 + " ms, and answers to "
+                + "this sender fail at once for as long as a failed connect to it took, so that a stopped sender's queued requests "
+                + "do not each hold up progress(); a later answer connects again)";
         return failed.failure() instanceof PeerFailedException peer
                 ? new PeerFailedException(peer.reason(), message, peer)
                 : new ConduitException(message, failed.failure());

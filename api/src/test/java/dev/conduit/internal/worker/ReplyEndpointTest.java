@@ -319,7 +319,8 @@ class ReplyEndpointTest {
         for (Throwable later : thrown.subList(1, 3)) {
             assertThat(later).isExactlyInstanceOf(ConduitException.class)
                     .hasMessageContaining("cannot answer the sender of connection")
-                    .hasMessageContaining("answers to it fail at once for as long as that connect took")
+                    .hasMessageContaining("said again without a new connect")
+                    .hasMessageContaining("answers to this sender fail at once for as long as a failed connect to it took")
                     .hasMessageContaining("the sender's fd server did not answer (injected by the test)")
                     .hasCause(thrown.getFirst());
         }
