@@ -114,18 +114,8 @@ class MemfdHugePagesTest {
     void aKernelThatCannotMakeOrSealAHugetlbMemfdIsNamed() throws Exception {
         for (String[] failure : new String[][] {{"memfdCreate", "memfd_create", "MFD_HUGETLB needs Linux 4.14 or later"},
                 {"addSeals", "fcntl", "this kernel cannot seal a hugetlb memfd (Linux 4.16 or later can)"}}) {
-            dev.conduit.linux.Libc libc = dev.conduit.linux.Linux.libc();
-            dev.conduit.linux.Libc refusing = (dev.conduit.linux.Libc) java.lang.reflect.Proxy.newProxyInstance(
-                    dev.conduit.linux.Libc.class.getClassLoader(), new Class<?>[] {dev.conduit.linux.Libc.class}, (proxy, method, args) -> {
-                        if (method.getName().equals(failure[0])) {
-                            throw new dev.conduit.linux.ErrnoException(failure[1], dev.conduit.linux.Errno.EINVAL, "fake", "injected by the test");
-                        }
-                        try {
-                            return method.invoke(libc, args);
-                        } catch (java.lang.reflect.InvocationTargetException e) {
-                            throw e.getCause();
-                        }
-                    });
+            dev.conduit.linux.Libc refusing = FailingLibc.throwing((name, args) -> name.equals(failure[0])
+                    ? new dev.conduit.linux.ErrnoException(failure[1], dev.conduit.linux.Errno.EINVAL, "fake", "injected by the test") : null);
             try (MemoryProvider provider = MemfdProvider.open(refusing, TestContext.of(shared, Map.of("memfd.hugepages", "yes")))) {
                 long fds = Leaks.openFdsWhenQuiet();
                 assertThatThrownBy(() -> provider.allocate(HUGE_PAGE)).isInstanceOf(ConduitException.class)

@@ -411,7 +411,7 @@ class MemfdImporterTest {
     void aRebindThatFailsOnceIsTriedAgain() throws Exception {
         java.util.concurrent.atomic.AtomicInteger socketFailures = new java.util.concurrent.atomic.AtomicInteger();
         java.util.concurrent.atomic.AtomicBoolean shortage = new java.util.concurrent.atomic.AtomicBoolean();
-        Libc shortOnce = failing(Errno.EMFILE, (call, args) -> call.equals("socket") && shortage.get()
+        Libc shortOnce = FailingLibc.failing(Errno.EMFILE, (call, args) -> call.equals("socket") && shortage.get()
                 && socketFailures.incrementAndGet() == 1);
         MemoryProvider producer = MemfdProvider.open(shortOnce, TestContext.of(shared));
         try {
@@ -442,7 +442,7 @@ class MemfdImporterTest {
     @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS)
     void anAcceptOutOfDescriptorsIsRetriedAndSaysWhichLimitToRaise() throws Exception {
         java.util.concurrent.atomic.AtomicInteger acceptFailures = new java.util.concurrent.atomic.AtomicInteger();
-        Libc shortOnce = failing(Errno.EMFILE, (call, args) -> call.equals("accept") && acceptFailures.incrementAndGet() == 1);
+        Libc shortOnce = FailingLibc.failing(Errno.EMFILE, (call, args) -> call.equals("accept") && acceptFailures.incrementAndGet() == 1);
         dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
         MemoryProvider producer = MemfdProvider.open(shortOnce, TestContext.of(shared).withLogger(recording));
         try {
@@ -965,7 +965,7 @@ class MemfdImporterTest {
     @Test
     void aRefusedConnectThatOwnerAndModeDoNotExplainNamesWhatElseRefuses() {
         byte[] payload = provider.export(provider.allocate(SIZE));
-        Libc refusingConnect = failing(Errno.EACCES, (call, args) -> call.equals("connect"));
+        Libc refusingConnect = FailingLibc.failing(Errno.EACCES, (call, args) -> call.equals("connect"));
         assertThatThrownBy(() -> map(new MemfdImporter(refusingConnect, shared, 2_000_000_000L), payload, SIZE))
                 .isInstanceOf(ConduitException.class).hasMessageContaining("permission denied connecting to the producer's socket")
                 .hasMessageContaining("mode 0600").hasMessageContaining("so something else refused: usually a security module")
@@ -1067,24 +1067,8 @@ class MemfdImporterTest {
 
     /** The real libc, except that bind and connect through /proc/self/fd fail with ENOENT, as where /proc is not mounted. */
     private Libc failingThroughProc() {
-        return failing(Errno.ENOENT, (call, args) -> (call.equals("bind") || call.equals("connect"))
+        return FailingLibc.failing(Errno.ENOENT, (call, args) -> (call.equals("bind") || call.equals("connect"))
                 && String.valueOf(args[1]).startsWith("/proc/self/fd/"));
-    }
-
-    /** The real libc, except that the calls {@code when} picks (by name and arguments) fail with {@code errno}. */
-    private Libc failing(int errno, java.util.function.BiPredicate<String, Object[]> when) {
-        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
-                (proxy, method, args) -> {
-                    if (when.test(method.getName(), args)) {
-                        throw new ErrnoException(method.getName(), errno, String.valueOf(args[args.length > 1 ? 1 : 0]),
-                                "injected by the test");
-                    }
-                    try {
-                        return method.invoke(libc, args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
     }
 
     /**

@@ -116,7 +116,7 @@ class MemfdPluginTest {
                 dev.conduit.linux.Errno.ENOMEM, "not enough memory",
                 dev.conduit.linux.Errno.ENOSYS, "needs Linux 3.17 or later");
         remedies.forEach((errno, remedy) -> {
-            Availability availability = MemfdPlugin.probe(TestContext.of(shared), failing("memfdCreate", errno),
+            Availability availability = MemfdPlugin.probe(TestContext.of(shared), FailingLibc.failing("memfdCreate", errno),
                     dev.conduit.linux.Linux.availability());
             assertThat(availability.isAvailable()).isFalse();
             assertThat(availability.reason()).contains(dev.conduit.linux.Errno.name(errno)).contains(remedy);
@@ -124,22 +124,6 @@ class MemfdPluginTest {
                 assertThat(availability.reason()).doesNotContain("Linux 3.17").doesNotContain("seccomp").doesNotContain("posix plugin");
             }
         });
-    }
-
-    /** The real libc, except that {@code call} fails with {@code errno}. */
-    private static dev.conduit.linux.Libc failing(String call, int errno) {
-        dev.conduit.linux.Libc libc = dev.conduit.linux.Linux.libc();
-        return (dev.conduit.linux.Libc) java.lang.reflect.Proxy.newProxyInstance(dev.conduit.linux.Libc.class.getClassLoader(),
-                new Class<?>[] {dev.conduit.linux.Libc.class}, (proxy, method, args) -> {
-                    if (method.getName().equals(call)) {
-                        throw new dev.conduit.linux.ErrnoException(call, errno, "fake", "injected by the test");
-                    }
-                    try {
-                        return method.invoke(libc, args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
     }
 
     @Test

@@ -377,7 +377,7 @@ class MemfdProviderTest {
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
     @org.junit.jupiter.params.provider.ValueSource(strings = {"socket", "listen", "eventfd"})
     void anExportOutOfDescriptorsWhenItStartsTheServerSaysToRaiseTheLimitAndLeavesNoSocket(String call) {
-        try (MemoryProvider provider = MemfdProvider.open(failing(call, dev.conduit.linux.Errno.EMFILE), TestContext.of(shared))) {
+        try (MemoryProvider provider = MemfdProvider.open(FailingLibc.failing(call, dev.conduit.linux.Errno.EMFILE), TestContext.of(shared))) {
             Chunk chunk = provider.allocate(SIZE);
             assertThatThrownBy(() -> provider.export(chunk))
                     .isInstanceOf(dev.conduit.spi.ConduitException.class)
@@ -396,7 +396,7 @@ class MemfdProviderTest {
      */
     @Test
     void aChunkThatCannotBeMappedForWantOfAddressSpaceNamesTheAddressSpaceLimit() {
-        try (MemoryProvider provider = MemfdProvider.open(failing("mmap", dev.conduit.linux.Errno.ENOMEM), TestContext.of(shared))) {
+        try (MemoryProvider provider = MemfdProvider.open(FailingLibc.failing("mmap", dev.conduit.linux.Errno.ENOMEM), TestContext.of(shared))) {
             assertThatThrownBy(() -> provider.allocate(SIZE))
                     .hasMessageContaining("ENOMEM")
                     .hasMessageContaining("address-space limit (ulimit -v");
@@ -414,7 +414,7 @@ class MemfdProviderTest {
                 dev.conduit.linux.Errno.EMFILE, "raise its open-file limit (ulimit -n",
                 dev.conduit.linux.Errno.ENFILE, "raise fs.file-max");
         limits.forEach((errno, limit) -> {
-            try (MemoryProvider provider = MemfdProvider.open(failing("memfdCreate", errno), TestContext.of(shared))) {
+            try (MemoryProvider provider = MemfdProvider.open(FailingLibc.failing("memfdCreate", errno), TestContext.of(shared))) {
                 assertThatThrownBy(() -> provider.allocate(SIZE))
                         .hasMessageContaining(dev.conduit.linux.Errno.name(errno))
                         .hasMessageContaining(limit)
@@ -431,7 +431,7 @@ class MemfdProviderTest {
     @Test
     void aDirectoryItCannotListOpensTheProviderWithAWarning() {
         dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
-        try (MemoryProvider provider = MemfdProvider.open(failing("listDirectory", dev.conduit.linux.Errno.EACCES),
+        try (MemoryProvider provider = MemfdProvider.open(FailingLibc.failing("listDirectory", dev.conduit.linux.Errno.EACCES),
                 TestContext.of(shared).withLogger(recording))) {
             Chunk chunk = provider.allocate(provider.pageSize());
             provider.free(chunk);
@@ -521,32 +521,8 @@ class MemfdProviderTest {
     }
 
     /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
-    private Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
-        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
-                (proxy, method, args) -> {
-                    if (method.getName().equals("unlinkat") && fails.test((String) args[1])) {
-                        throw new dev.conduit.linux.ErrnoException("unlinkat", errno, "fake", "injected by the test");
-                    }
-                    try {
-                        return method.invoke(libc, args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
-    }
-
-    /** The real libc, except that {@code call} fails with {@code errno}. */
-    private Libc failing(String call, int errno) {
-        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
-                (proxy, method, args) -> {
-                    if (method.getName().equals(call)) {
-                        throw new dev.conduit.linux.ErrnoException(call, errno, "fake", "injected by the test");
-                    }
-                    try {
-                        return method.invoke(libc, args);
-                    } catch (java.lang.reflect.InvocationTargetException e) {
-                        throw e.getCause();
-                    }
-                });
+    private static Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
+        return FailingLibc.throwing((name, args) -> name.equals("unlinkat") && fails.test((String) args[1])
+                ? new dev.conduit.linux.ErrnoException("unlinkat", errno, "fake", "injected by the test") : null);
     }
 }
