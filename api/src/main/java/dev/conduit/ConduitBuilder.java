@@ -15,7 +15,9 @@ import java.util.Properties;
 /**
  * Configures and opens a {@link Conduit}. Values set here are the strongest configuration source,
  * above system properties ({@code conduit.x.y}), the environment ({@code CONDUIT_X_Y}) and
- * defaults. Not thread-safe; {@link #build()} may be called more than once.
+ * defaults. Not thread-safe; {@link #build()} may be called more than once. A null argument, or
+ * a null element, key or value in one, is refused with a {@link NullPointerException} naming the
+ * parameter.
  */
 public final class ConduitBuilder {
 
@@ -45,17 +47,18 @@ public final class ConduitBuilder {
 
     /** The plugins to use, most preferred first, or {@code "^name"} to exclude: {@code transports}. */
     public ConduitBuilder transports(String... names) {
-        return set("transports", String.join(",", names));
+        return set("transports", String.join(",", nonNullElements(names, "names")));
     }
 
     /** This process's view of the shared directory: {@code shared.dir}. */
     public ConduitBuilder sharedDirectory(Path directory) {
-        return set("shared.dir", directory.toString());
+        return set("shared.dir", Objects.requireNonNull(directory, "directory").toString());
     }
 
     /** Directories of plugin jars, each plugin loaded in its own module layer: {@code plugin.path}. */
     public ConduitBuilder pluginPath(Path... directories) {
-        return set("plugin.path", String.join(java.io.File.pathSeparator, java.util.Arrays.stream(directories).map(Path::toString).toList()));
+        return set("plugin.path", String.join(java.io.File.pathSeparator,
+                java.util.Arrays.stream(nonNullElements(directories, "directories")).map(Path::toString).toList()));
     }
 
     /**
@@ -90,6 +93,11 @@ public final class ConduitBuilder {
 
     /** Replaces the process environment as a configuration source. For embedding and tests. */
     public ConduitBuilder environment(Map<String, String> environment) {
+        Objects.requireNonNull(environment, "environment");
+        environment.forEach((name, value) -> {
+            Objects.requireNonNull(name, "environment: a variable's name");
+            Objects.requireNonNull(value, () -> "environment: the value of variable " + name);
+        });
         this.environment = Map.copyOf(environment);
         return this;
     }
@@ -97,9 +105,22 @@ public final class ConduitBuilder {
     /** Replaces the system properties as a configuration source. For embedding and tests. */
     public ConduitBuilder systemProperties(Properties properties) {
         Properties copy = new Properties();
-        copy.putAll(properties);
+        copy.putAll(Objects.requireNonNull(properties, "properties"));
         this.systemProperties = copy;
         return this;
+    }
+
+    /**
+     * {@code array}, refused with a {@link NullPointerException} naming {@code parameter} (and the
+     * index) when it or an element is null: a null name joined into {@code transports} would
+     * otherwise be read as a plugin called "null".
+     */
+    private static <T> T[] nonNullElements(T[] array, String parameter) {
+        Objects.requireNonNull(array, parameter);
+        for (int i = 0; i < array.length; i++) {
+            if (array[i] == null) throw new NullPointerException(parameter + "[" + i + "]");
+        }
+        return array;
     }
 
     /**
