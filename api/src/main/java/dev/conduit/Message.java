@@ -133,6 +133,7 @@ public final class Message {
     /** Copies {@code length} payload bytes from {@code offset} to {@code destination} at {@code destinationOffset}. */
     public void copyPayload(long offset, MemorySegment destination, long destinationOffset, long length) {
         check();
+        Objects.requireNonNull(destination, "destination");
         Objects.checkFromIndexSize(offset, length, payloadLength);
         MemorySegment.copy(payloadBuffer, payloadOffset + offset, destination, destinationOffset, length);
     }
@@ -140,6 +141,7 @@ public final class Message {
     /** Copies {@code length} payload bytes from {@code offset} into {@code destination} at {@code destinationOffset}. */
     public void copyPayload(long offset, byte[] destination, int destinationOffset, int length) {
         check();
+        Objects.requireNonNull(destination, "destination");
         Objects.checkFromIndexSize(offset, length, payloadLength);
         MemorySegment.copy(payloadBuffer, ValueLayout.JAVA_BYTE, payloadOffset + offset, destination, destinationOffset, length);
     }
@@ -278,6 +280,7 @@ public final class Message {
     /** Copies {@code length} header bytes from {@code offset} to {@code destination} at {@code destinationOffset}. */
     public void copyHeader(long offset, MemorySegment destination, long destinationOffset, long length) {
         check();
+        Objects.requireNonNull(destination, "destination");
         Objects.checkFromIndexSize(offset, length, headerLength);
         MemorySegment.copy(headerBuffer, headerOffset + offset, destination, destinationOffset, length);
     }
@@ -285,6 +288,7 @@ public final class Message {
     /** Copies {@code length} header bytes from {@code offset} into {@code destination} at {@code destinationOffset}. */
     public void copyHeader(long offset, byte[] destination, int destinationOffset, int length) {
         check();
+        Objects.requireNonNull(destination, "destination");
         Objects.checkFromIndexSize(offset, length, headerLength);
         MemorySegment.copy(headerBuffer, ValueLayout.JAVA_BYTE, headerOffset + offset, destination, destinationOffset, length);
     }

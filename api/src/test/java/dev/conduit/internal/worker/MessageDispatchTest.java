@@ -38,6 +38,36 @@ class MessageDispatchTest {
     }
 
     /**
+     * A null destination of a copy is refused naming the parameter, as every other null argument
+     * of the API is: the JDK's copy threw a NullPointerException with no message (into an array)
+     * or one naming its own variable "dst" (into a segment).
+     */
+    @Test
+    void aCopyIntoANullDestinationIsRefusedNamingIt() {
+        MessageDispatch dispatch = new MessageDispatch(false);
+        List<Throwable> thrown = new ArrayList<>();
+        dispatch.setHandler(1, m -> {
+            List<Runnable> copies = List.of(
+                    () -> m.copyPayload(0, (byte[]) null, 0, 1),
+                    () -> m.copyPayload(0, (MemorySegment) null, 0, 1),
+                    () -> m.copyHeader(0, (byte[]) null, 0, 1),
+                    () -> m.copyHeader(0, (MemorySegment) null, 0, 1));
+            for (Runnable copy : copies) {
+                try {
+                    copy.run();
+                } catch (RuntimeException e) {
+                    thrown.add(e);
+                }
+            }
+        });
+        MemorySegment bytes = MemorySegment.ofArray(new byte[] {1, 2});
+        dispatch.onMessage(1, bytes, 0, 2, bytes, 0, 2);
+
+        assertThat(thrown).hasSize(4).allSatisfy(e -> assertThat(e)
+                .isInstanceOf(NullPointerException.class).hasMessage("destination"));
+    }
+
+    /**
      * Message's javadoc: "(A message delivered while a handler of the same thread still runs, by a
      * plugin called from that handler, gets a flyweight of its own.)" The outer handler's message
      * stays valid through the nested delivery and after it, and the nested one is invalid once its
