@@ -95,6 +95,12 @@ public final class ConduitRuntime implements Conduit {
         return registry.selected().stream().map(PluginRecord::name).toList();
     }
 
+    /** Says the selected plugins, and whether its close has started, for logs; never throws. */
+    @Override
+    public String toString() {
+        return "Conduit[" + selectedPlugins() + (closeClaimed.get() ? ", closed" : "") + "]";
+    }
+
     @Override
     public List<ConfigEntry> configuration() {
         return config.entries();

@@ -741,6 +741,12 @@ public final class IpcCache implements AutoCloseable {
             return closed == OPEN && entry.refs != DEAD;
         }
 
+        /** Says the exporting plugin and the length, and whether it is closed, for logs; never throws. */
+        @Override
+        public String toString() {
+            return "ImportedRegion[" + plugin() + ", " + size() + " B" + (isOpen() ? "" : ", closed") + "]";
+        }
+
         @Override
         public ExporterState exporterState() {
             if (!isOpen()) {

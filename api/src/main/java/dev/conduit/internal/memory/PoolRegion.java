@@ -69,6 +69,12 @@ final class PoolRegion implements Region {
         return (int) FREED.getVolatile(this) == 0 && pool.isOpen();
     }
 
+    /** Says the plugin and the length, and whether it is freed, for logs; never throws. */
+    @Override
+    public String toString() {
+        return "Region[" + pool.plugin() + ", " + segment.byteSize() + " B" + (isOpen() ? "" : ", closed") + "]";
+    }
+
     @Override
     public void close() {
         if (!FREED.compareAndSet(this, 0, 1)) return;

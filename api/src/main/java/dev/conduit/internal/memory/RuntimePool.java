@@ -304,6 +304,12 @@ public final class RuntimePool implements Pool {
         return !closed;
     }
 
+    /** Says the plugin, and whether it is closed, for logs; never throws. */
+    @Override
+    public String toString() {
+        return "Pool[" + plugin + (closed ? ", closed" : "") + "]";
+    }
+
     @Override
     public void close() {
         // One close at a time, and until the provider's close succeeded, every close tries it again: a provider whose
