@@ -18,7 +18,9 @@ import java.time.Duration;
  * <p>Every call except {@link #signal()}, {@link #threadMode()}, {@link #threadPolicy()} and
  * {@link #unhandledMessages()} (which only read what the worker was created with, or a counter)
  * goes through the worker's thread-mode guard
- * ({@link #threadPolicy()}), and so does every call on its endpoints: in {@link ThreadMode#SINGLE}
+ * ({@link #threadPolicy()}), and so does every call on its endpoints but {@link Endpoint#transport()},
+ * {@link Endpoint#maxHeaderSize()} and {@link Endpoint#maxPayloadSize()} (which only read what the
+ * endpoint was made with, on any thread, also after the close): in {@link ThreadMode#SINGLE}
  * a call from any thread but the owner (the thread that created the worker) throws
  * {@link WrongThreadException}; in {@link ThreadMode#SERIALIZED} overlapping calls throw
  * {@link dev.conduit.spi.ConcurrentUseException}; in {@link ThreadMode#MULTI} calls are serialized

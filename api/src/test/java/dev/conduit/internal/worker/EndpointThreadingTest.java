@@ -91,6 +91,25 @@ class EndpointThreadingTest {
      * nothing), which releases the other, whose send goes through. Both threads used to wait for
      * good, and Conduit.close() did not free them.
      */
+    /**
+     * Worker's javadoc: every call on its endpoints goes through the guard, but transport(),
+     * maxHeaderSize() and maxPayloadSize(), which answer on any thread and after the close (the
+     * javadoc said every call did, and these never had).
+     */
+    @Test
+    void anEndpointsLimitsAndTransportAnswerOnAnyThreadAndAfterTheClose() throws Exception {
+        Conduit conduit = loopbacks.conduit(new LoopbackPlugin("lo", 8, false));
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint endpoint = worker.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+
+        assertThat(onAnotherThread(() -> endpoint.transport() + " " + endpoint.maxHeaderSize() + " " + endpoint.maxPayloadSize()))
+                .isEqualTo("lo " + endpoint.maxHeaderSize() + " " + endpoint.maxPayloadSize());
+        assertThatThrownBy(() -> onAnotherThread(endpoint::pending)).as("a guarded call").isInstanceOf(WrongThreadException.class);
+        worker.close();
+        assertThat(endpoint.transport()).isEqualTo("lo");
+        assertThat(endpoint.maxPayloadSize()).isPositive();
+    }
+
     @Test
     void handlersOfTwoLockedMultiWorkersSendingOnEachOthersEndpointsDoNotDeadlock() throws Exception {
         Conduit conduit = loopbacks.conduit(new LoopbackPlugin("lo", 8, false));
