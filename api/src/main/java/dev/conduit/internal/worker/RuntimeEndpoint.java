@@ -871,10 +871,16 @@ final class RuntimeEndpoint implements Endpoint {
      * An operation's {@code IllegalStateException} once its region was closed under it: a PeerRegion's close takes no worker
      * guard (it is thread-safe), and a PASS_THROUGH endpoint's close runs beside the operation. When that close released the
      * chunk's last count and the IPC cache did not keep it, the mapping went under the access, which the JDK fails with a bare
-     * "Already closed": the region's close is the cause to name. Any other is the transport's own, thrown as it is.
+     * "Already closed": the region's close is the cause to name. Any other is the transport's own, thrown as it is. A
+     * region that the report of the endpoint's failure gave back (a PASS_THROUGH progress() on another thread) was closed
+     * by the peer's failure, not by the application: that failure is thrown, as by every later call, with the access's.
      */
-    private static RuntimeException closedUnder(PeerRegion region, IllegalStateException e) {
-        return ((RuntimePeerRegion) region).closedUnder(e);
+    private RuntimeException closedUnder(PeerRegion region, IllegalStateException e) {
+        RuntimeException closed = ((RuntimePeerRegion) region).closedUnder(e);
+        if (closed == e || failure == null) return closed;
+        PeerFailedException failed = rethrowable();
+        failed.addSuppressed(e);
+        return failed;
     }
 
     /** A put or an atomic needs a region this process may write: one mapped here read-only (posix through a read-only mount) takes none. */

@@ -544,6 +544,51 @@ class EndpointRmaTest {
         }
     }
 
+    /**
+     * Under PASS_THROUGH a thread in progress() that reports the peer's death gives the endpoint's
+     * regions back while another thread's operation on one of them is inside the transport (a
+     * client's worker threads use the coordinator's region while a thread of its own progresses).
+     * When the IPC cache keeps no unused mapping (ipc.cache.bytes below the chunk) the access then
+     * fails on the unmapped chunk: that operation throws the endpoint's failure, as every later
+     * call does. It said that another thread had closed the region or its endpoint while in use,
+     * blaming the application for the peer's death.
+     */
+    @Test
+    void anOperationWhoseRegionTheReportOfThePeersDeathGaveBackUnderItThrowsTheFailure() throws Exception {
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        LoopbackPlugin multi = new LoopbackPlugin("lo", 8, true);
+        transport = multi;
+        conduit = loopbacks.conduit(b -> b.set("ipc.cache.bytes", "4096"), multi, memory); // a released chunk is not kept
+        Worker worker = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(dev.conduit.ThreadPolicy.PASS_THROUGH);
+        Worker peer = conduit.newWorker(ThreadMode.MULTI);
+        Endpoint ep = worker.connect(peer.address());
+        PeerRegion region = ep.peerRegion(conduit.pool("inproc").allocate(4096).exportHandle());
+        java.util.concurrent.ExecutorService progressing = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+            multi.whileRma = () -> {
+                if (!once.compareAndSet(false, true)) return;
+                try {
+                    progressing.submit(() -> {
+                        multi.transports.getLast().kill(); // the peer's
+                        worker.progress();
+                    }).get();
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            };
+            assertThatThrownBy(() -> ep.put(longs(1), region, 0)).isInstanceOf(PeerFailedException.class)
+                    .hasCause(ep.failure())
+                    .satisfies(e -> assertThat(e.getSuppressed()).as("the access that met the unmapped chunk")
+                            .singleElement().isInstanceOf(IllegalStateException.class));
+            assertThat(conduit.ipcCacheStats().mappedBytes()).as("the chunk was unmapped under the operation").isZero();
+        } finally {
+            progressing.shutdownNow();
+            multi.whileRma = () -> { };
+        }
+    }
+
     /** As a send's (EndpointMessagingTest): a plugin's bare exception from an RMA operation is named as its fault. */
     @Test
     void aTransportsBareExceptionFromAnRmaOperationIsNamedAsThePluginsFault() {
