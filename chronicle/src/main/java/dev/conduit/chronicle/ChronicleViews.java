@@ -40,7 +40,8 @@ import java.util.Objects;
  * {@code writeLimit} = size). To write from the start with the cursor, call {@code clear()}
  * first. Byte order is the platform's (Chronicle's), as with {@code MemorySegment}'s
  * {@code JAVA_*} layouts. Views are as thread-safe as Chronicle's {@code Bytes}: one cursor per
- * thread; the memory itself is shared.
+ * thread; the memory itself is shared. A view may be made on one thread and used on another:
+ * Chronicle's single-thread check (active with assertions) ties it to the first thread that uses it.
  */
 public final class ChronicleViews {
 
@@ -91,6 +92,10 @@ public final class ChronicleViews {
     private static Bytes<Void> readable(BytesStore<?, Void> store) {
         Bytes<Void> bytes = store.bytesForWrite();
         bytes.readPositionRemaining(0, store.capacity());
+        // Setting the limits tied the view to the thread that made it (Chronicle's check, active with assertions):
+        // a view made once at startup and handed to the thread that uses it threw ThreadingIllegalStateException
+        // on its first access, where a Bytes of Chronicle's own store, fresh from bytesForWrite(), did not.
+        bytes.singleThreadedCheckReset();
         return bytes;
     }
 }

@@ -119,6 +119,33 @@ class ChronicleViewsTest {
         assertThat(after.segment().toArray(ValueLayout.JAVA_BYTE)).containsOnly(0);
     }
 
+    /**
+     * A view made once (docs/chronicle.md, "Allocation") on the thread that sets up, and used only by
+     * the thread it is handed to: one view per thread, as documented. With assertions on (as here),
+     * Chronicle's single-thread check tied the view to the thread that made it, because making it
+     * sets its limits, and the first read on the other thread threw ThreadingIllegalStateException.
+     */
+    @Test
+    void aViewMadeOnOneThreadServesTheThreadItIsHandedTo() throws Exception {
+        boolean assertions = false;
+        assert assertions = true;
+        assertThat(assertions).as("Chronicle checks threads only with assertions on").isTrue();
+        Region region = region(64);
+        region.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 42L);
+        Bytes<Void> bytes = ChronicleViews.bytes(region);
+        Bytes<Void> imported = ChronicleViews.bytes(conduit.importRegion(region.exportHandle()));
+        AtomicReference<Object> read = new AtomicReference<>();
+        Thread user = Thread.ofPlatform().start(() -> {
+            try {
+                read.set(bytes.readLong() + imported.readLong());
+            } catch (Throwable t) {
+                read.set(t);
+            }
+        });
+        HangGuard.join(user, "its two reads");
+        assertThat(read.get()).isEqualTo(84L);
+    }
+
     @Test
     void aViewOfAClosedRegionThrowsOnEveryAccess() {
         Region region = region(64);
