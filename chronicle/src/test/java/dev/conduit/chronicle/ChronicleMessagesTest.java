@@ -7,6 +7,7 @@ import dev.conduit.Worker;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.ThreadMode;
 import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.bytes.BytesStore;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -130,7 +131,8 @@ class ChronicleMessagesTest {
      * A received payload lies in the transport's memory, which the receiver may only read: its
      * view says so ({@code readWrite()}), and a write names the view and the remedy. The view said
      * it was read-write, and a write failed with the segment's "Attempt to write a read-only
-     * segment", or Chronicle's exception wrapping it.
+     * segment", or Chronicle's exception wrapping it. The remedy named Chronicle's Bytes.copy(),
+     * whose native memory only releaseLast() frees: copying each payload so leaked.
      */
     @Test
     void aReceivedPayloadsViewSaysItIsReadOnlyAndAWriteSaysWhyAndWhatToDo() {
@@ -150,15 +152,19 @@ class ChronicleMessagesTest {
                     writes.add(e);
                 }
             }
+            BytesStore<?, ?> copy = payload.bytesStore().copy();
+            copy.writeLong(8, 9L);
             read.add(payload.readLong(0));
+            read.add(copy.readLong(0) + copy.readLong(8));
         }));
         endpoint.send(QUOTE, MemorySegment.ofArray(new long[]{7L, 8L}));
-        progressUntil(() -> read.size() == 1);
+        progressUntil(() -> read.size() == 2);
 
         assertThat(readWrite).containsExactly(false, false);
         assertThat(writes).hasSize(4).allSatisfy(e -> assertThat(e).hasStackTraceContaining("IllegalArgumentException: Chronicle view of "
-                + "a received message's payload is read-only").hasStackTraceContaining("copy them (Bytes.copy())"));
-        assertThat(read).containsExactly(7L);
+                + "a received message's payload is read-only").hasStackTraceContaining("copy them (bytesStore().copy(), which the garbage collector frees; Bytes.copy() takes native "
+                + "memory that only its releaseLast() frees)"));
+        assertThat(read).as("the payload, then the remedy's copy, written").containsExactly(7L, 16L);
         Region region = conduit.pool("posix").allocate(64);
         assertThat(ChronicleViews.bytes(region).readWrite()).as("a region's view").isTrue();
     }

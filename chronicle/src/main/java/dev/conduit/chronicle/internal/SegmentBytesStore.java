@@ -118,11 +118,14 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
      * it cannot be written, and Chronicle passes it on as the cause of exceptions of its own.
      */
     private MemorySegment w() {
+        // The remedy names bytesStore().copy(): Bytes.copy() of a view is Chronicle's NativeBytes, whose memory no
+        // collection frees, so a handler that copied each payload so leaked (1 MiB per copy, none of it freed).
         MemorySegment s = m();
         if (readOnly) {
             throw new IllegalArgumentException("Chronicle view of " + what + " is read-only: this process may only read "
                     + "that memory (a received payload is the transport's, an imported region may be mapped for reading "
-                    + "only); to change the bytes, copy them (Bytes.copy()) and write the copy");
+                    + "only); to change the bytes, copy them (bytesStore().copy(), which the garbage collector frees; "
+                    + "Bytes.copy() takes native memory that only its releaseLast() frees) and write the copy");
         }
         return s;
     }
