@@ -3,6 +3,7 @@ package dev.conduit.chronicle;
 import dev.conduit.Endpoint;
 import dev.conduit.Message;
 import dev.conduit.MessageHandler;
+import dev.conduit.chronicle.internal.ChronicleFlags;
 import dev.conduit.chronicle.internal.SegmentBytesStore;
 import dev.conduit.spi.PayloadEncoder;
 import net.openhft.chronicle.bytes.Bytes;
@@ -50,6 +51,8 @@ public final class ChronicleMessages {
     private boolean receiving;
 
     public ChronicleMessages() {
+        // Before a Chronicle class initializes: without its flags that failed naming neither flag nor remedy.
+        ChronicleFlags.require();
         sendStore = new SegmentBytesStore(MemorySegment.NULL, () -> marshalling != null, "a message being sent", true);
         sendBytes = sendStore.bytesForWrite();
         receiveStore = new SegmentBytesStore(MemorySegment.NULL, () -> receiving, "a received message's payload", true);

@@ -2,6 +2,7 @@ package dev.conduit.chronicle;
 
 import dev.conduit.ImportedRegion;
 import dev.conduit.Region;
+import dev.conduit.chronicle.internal.ChronicleFlags;
 import dev.conduit.chronicle.internal.SegmentBytesStore;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.BytesStore;
@@ -65,6 +66,9 @@ public final class ChronicleViews {
     /** A random-access view of {@code region}: offsets from 0 to {@code region.size()}. */
     public static BytesStore<?, Void> store(Region region) {
         Objects.requireNonNull(region, "region");
+        // On every call, before a Chronicle class initializes: without its flags that failed naming neither flag nor
+        // remedy, and later calls with NoClassDefFoundError.
+        ChronicleFlags.require();
         return new SegmentBytesStore(region.segment(), region::isOpen, "a Region of " + region.size() + " bytes", true);
     }
 
@@ -75,6 +79,7 @@ public final class ChronicleViews {
      */
     public static BytesStore<?, Void> store(ImportedRegion region) {
         Objects.requireNonNull(region, "region");
+        ChronicleFlags.require();
         MemorySegment viewed = region.segment();
         return new SegmentBytesStore(viewed, () -> region.isOpen() && sameMemory(region.segment(), viewed),
                 "an ImportedRegion of " + region.size() + " bytes (plugin " + region.plugin() + ")", true);

@@ -66,7 +66,7 @@ final class ChildPeer implements AutoCloseable {
     }
 
     /** Everything this JVM was started with, on one class path (the child needs no module). */
-    private static String classPath() {
+    static String classPath() {
         Set<String> entries = new LinkedHashSet<>();
         for (String p : new String[] {"jdk.module.path", "surefire.test.class.path", "java.class.path"}) {
             String v = System.getProperty(p);
