@@ -1,6 +1,7 @@
 package dev.conduit.chronicle.internal;
 
 import net.openhft.chronicle.bytes.BytesStore;
+import net.openhft.chronicle.bytes.BytesUtil;
 import net.openhft.chronicle.bytes.RandomDataInput;
 import net.openhft.chronicle.bytes.internal.AbstractBytesStore;
 import net.openhft.chronicle.bytes.internal.BytesInternal;
@@ -470,6 +471,7 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     /** A stop-bit length, then the characters as ISO-8859-1 bytes: Chronicle's 8-bit string. */
     @Override
     public long write8bit(long position, String s, int start, int length) {
+        fits(position, length);
         long at = BytesInternal.writeStopBit(this, position, length);
         MemorySegment target = w();
         long to = at(at, length);
@@ -480,9 +482,19 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     @Override
     public long write8bit(long position, BytesStore<?, ?> bs) {
         long length = bs.readRemaining();
+        fits(position, length);
         long at = BytesInternal.writeStopBit(this, position, length);
         write(at, bs, bs.readPosition(), length);
         return at + length;
+    }
+
+    /**
+     * Checks that an 8-bit string of {@code length} bytes, its stop-bit length first, fits at
+     * {@code position}: checked piecemeal, one that did not fit threw only after its length was
+     * written, leaving a length over bytes that were never written for a reader to find.
+     */
+    private void fits(long position, long length) {
+        if (length >= 0) at(position, BytesUtil.stopBitLength(length) + length);
     }
 
     /**

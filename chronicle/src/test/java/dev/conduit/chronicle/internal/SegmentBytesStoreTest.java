@@ -140,6 +140,24 @@ class SegmentBytesStoreTest {
         assertThatThrownBy(() -> store.write(60, new byte[8], 0, 8)).hasMessageContaining("[60, 60 + 8) is outside it");
     }
 
+    /**
+     * A string that does not fit at a random-access position writes nothing: it wrote its stop-bit
+     * length, then threw, and a reader of that offset found a length over bytes never written.
+     */
+    @Test
+    void anEightBitStringThatDoesNotFitWritesNothing() {
+        MemorySegment memory = Arena.ofAuto().allocate(4096);
+        SegmentBytesStore store = new SegmentBytesStore(MemorySegment.NULL, () -> true, "a range", true);
+        store.point(memory, OFFSET, LENGTH);
+        assertThatThrownBy(() -> store.write8bit(60, "abcdefgh", 0, 8)).isInstanceOf(IndexOutOfBoundsException.class)
+                .hasMessageContaining("the access of [60, 60 + 9)");
+        assertThatThrownBy(() -> store.write8bit(56, net.openhft.chronicle.bytes.BytesStore.from("abcdefgh")))
+                .isInstanceOf(IndexOutOfBoundsException.class);
+        assertThat(memory.toArray(ValueLayout.JAVA_BYTE)).containsOnly(0);
+        assertThat(store.write8bit(55, "abcdefgh", 0, 8)).as("one that just fits").isEqualTo(LENGTH);
+        assertThat(store.readByte(55)).isEqualTo((byte) 8);
+    }
+
     @Test
     void aRangeOutsideTheSegmentIsRefused() {
         MemorySegment memory = Arena.ofAuto().allocate(128);
