@@ -52,7 +52,12 @@ public final class SharedDirectory implements AutoCloseable {
             return new SharedDirectory(libc, path, fd, configKey);
         } catch (ErrnoException e) {
             String otherwise = "create it, make it readable and writable for this user, or set " + configKey;
-            String remedy = e.errnoName().equals("ENAMETOOLONG") ? tooLong(path) + "; " + otherwise : Errno.remedy(e.errno(), otherwise);
+            // A file where the directory should be is no directory to create or to open up: "create
+            // it" sent a user whose shared.dir named a file to a step that cannot work.
+            String remedy = e.errnoName().equals("ENAMETOOLONG") ? tooLong(path) + "; " + otherwise
+                    : e.errno() == Errno.ENOTDIR ? "the path, or a name on it, is a file, not a directory: set " + configKey
+                            + " to a directory (or remove the file and create the directory there)"
+                    : Errno.remedy(e.errno(), otherwise);
             throw new ConduitException("cannot open the shared directory " + path + ": " + e.errnoName()
                     + " (" + e.getMessage() + "); " + remedy, e);
         }

@@ -16,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -58,6 +59,23 @@ class SharedDirectoryTest {
         assertThat(elsewhere.resolve("would-be-created")).doesNotExist();
         assertThat(shared.getParent().resolve("escape")).doesNotExist();
         assertThat(Files.readString(shared.resolve("pre-created"))).isEqualTo("planted");
+    }
+
+    /**
+     * A shared.dir that names a file (or passes through one) fails with ENOTDIR, whose remedy is a
+     * directory in its place; it said "create it, make it readable and writable for this user",
+     * which a file there prevents.
+     */
+    @Test
+    void aPathThatIsAFileIsSaidToBeNoDirectory() throws Exception {
+        Path file = Files.writeString(elsewhere.resolve("a-file"), "not a directory");
+        for (Path path : List.of(file, file.resolve("below"))) {
+            assertThatThrownBy(() -> SharedDirectory.open(Linux.libc(), path, "shared.dir (CONDUIT_SHARED_DIR)"))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("cannot open the shared directory " + path + ": ENOTDIR")
+                    .hasMessageContaining("is a file, not a directory: set shared.dir (CONDUIT_SHARED_DIR) to a directory")
+                    .hasMessageNotContaining("create it, make it readable");
+        }
     }
 
     /**
