@@ -18,12 +18,13 @@ import java.util.stream.Stream;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * docs/guarantees.md backs each promise with a test it names ({@code Class#method}, or
- * {@code #method} of the class named before it), and the API or code a promise rests on the same
- * way; a reader looks it up to see what is checked. A test renamed after the document was written leaves a name that finds nothing:
- * {@code ReceiveQueueTest#manyThreadsSendingLoseNothing} did until 2026-12-06.
+ * The documents back what they say with the tests they name ({@code Class#method}, or
+ * {@code #method} of the class named before it), and name the API or code a statement rests on the
+ * same way (docs/guarantees.md a test for each promise); a reader looks it up to see what is
+ * checked. A test renamed after a document was written leaves a name that finds nothing:
+ * {@code ReceiveQueueTest#manyThreadsSendingLoseNothing} did in guarantees.md until 2026-12-06.
  */
-class GuaranteesNameTheirTestsTest {
+class DocsNameTheirTestsTest {
 
     private static final Pattern QUALIFIED = Pattern.compile("`([A-Z][A-Za-z0-9]*)#([a-zA-Z0-9_]+)`");
     private static final Pattern BARE = Pattern.compile("`#([a-zA-Z0-9_]+)`");
@@ -32,9 +33,12 @@ class GuaranteesNameTheirTestsTest {
     private static final Pattern DECLARED = Pattern.compile("[\\w>\\]]\\s+([a-zA-Z0-9_]+)\\s*\\(");
 
     @Test
-    void everyTestTheGuaranteesNameExists() throws IOException {
+    void everyTestAndMethodTheDocumentsNameExists() throws IOException {
         Path root = Path.of(System.getProperty("user.dir")).resolve("..").normalize();
-        String guarantees = Files.readString(root.resolve("docs/guarantees.md"));
+        List<Path> documents = new ArrayList<>(List.of(root.resolve("README.md"), root.resolve("examples/README.md")));
+        try (Stream<Path> docs = Files.list(root.resolve("docs"))) {
+            docs.filter(p -> p.toString().endsWith(".md")).sorted().forEach(documents::add);
+        }
 
         // Methods declared per class (by file name), and in every source: a bare #method follows
         // its class in prose that the document does not always make the previous backtick.
@@ -55,23 +59,27 @@ class GuaranteesNameTheirTestsTest {
 
         List<String> missing = new ArrayList<>();
         int named = 0;
-        Matcher qualified = QUALIFIED.matcher(guarantees);
-        while (qualified.find()) {
-            if (qualified.group(1).equals("Class")) continue; // the document's own "Class#method"
-            named++;
-            Set<String> methods = byClass.get(qualified.group(1));
-            if (methods == null) {
-                missing.add(qualified.group() + ": no class " + qualified.group(1));
-            } else if (!methods.contains(qualified.group(2))) {
-                missing.add(qualified.group() + ": " + qualified.group(1) + " has no method " + qualified.group(2));
+        for (Path document : documents) {
+            String text = Files.readString(document);
+            String where = root.relativize(document) + ": ";
+            Matcher qualified = QUALIFIED.matcher(text);
+            while (qualified.find()) {
+                if (qualified.group(1).equals("Class")) continue; // a document's own "Class#method"
+                named++;
+                Set<String> methods = byClass.get(qualified.group(1));
+                if (methods == null) {
+                    missing.add(where + qualified.group() + ": no class " + qualified.group(1));
+                } else if (!methods.contains(qualified.group(2))) {
+                    missing.add(where + qualified.group() + ": " + qualified.group(1) + " has no method " + qualified.group(2));
+                }
+            }
+            Matcher bare = BARE.matcher(text);
+            while (bare.find()) {
+                named++;
+                if (!anywhere.contains(bare.group(1))) missing.add(where + bare.group() + ": no such method in any source");
             }
         }
-        Matcher bare = BARE.matcher(guarantees);
-        while (bare.find()) {
-            named++;
-            if (!anywhere.contains(bare.group(1))) missing.add(bare.group() + ": no such method in any source");
-        }
-        assertThat(named).as("tests named").isGreaterThan(200);
-        assertThat(missing).as("tests and methods docs/guarantees.md names that do not exist").isEmpty();
+        assertThat(named).as("tests named").isGreaterThan(500);
+        assertThat(missing).as("tests and methods the documents name that do not exist").isEmpty();
     }
 }
