@@ -36,9 +36,13 @@ import java.security.MessageDigest;
  *                                                              (zeroing is batched: see release)
  *    384     4  wake sequence   senders, receiver's signal()   getAndAdd, then FUTEX_WAKE
  *    388     4  sleeping        receiver                       1 while it waits on the wake sequence: an opaque
- *                                                              store and a full fence before it looks for work;
- *                                                              senders read it (volatile) after their claim's CAS
- *    512     8  heartbeat       receiver                       opaque store, once per progress() call
+ *                                                              store and a full fence before it looks for work,
+ *                                                              a release store of 0 once it wakes; senders read
+ *                                                              it (volatile) after their claim's CAS
+ *    512     8  heartbeat       receiver                       opaque store at every progress() call; also
+ *                                                              around each pause, at most 1 ms, of an await on
+ *                                                              a record at the head that cannot be read yet, and
+ *                                                              while its close waits for peers to read
  *    520     4  closing         receiver                       release store of 1 when its worker starts to
  *                                                              close (senders stop waiting for it to read),
  *                                                              of 2 once it has closed all but the queue and
