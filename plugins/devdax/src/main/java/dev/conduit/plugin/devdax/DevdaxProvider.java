@@ -223,6 +223,12 @@ final class DevdaxProvider implements MemoryProvider {
                        SecureRandom random) {
         String remedy = ". To discard its allocations and write a new layout, open it once with "
                 + DevdaxConfig.ON_START.nameAndVariable() + " = reset";
+        if (found instanceof Layout.Valid(Layout.Header header) && header.generation() == Layout.MAX_GENERATION) {
+            // Moved on, it would be a generation every reader takes for damage: every export of this owner refused by every
+            // importer for as long as it lived. Only a word written outside the CRC brings a layout here.
+            found = new Layout.Damaged("generation " + header.generation() + ", the largest a layout may hold, which no owner's "
+                    + "start can move on");
+        }
         return switch (found) {
             case Layout.Valid(Layout.Header header) when header.geometry().equals(geometry) -> {
                 long nextGeneration = header.generation() + 1;

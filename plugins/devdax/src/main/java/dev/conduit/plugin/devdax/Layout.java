@@ -33,8 +33,9 @@ import java.util.zip.CRC32C;
  * <tr><td>56</td><td>4</td><td>header CRC</td><td>CRC32C of bytes 8 to 55</td></tr>
  * <tr><td>60</td><td>4</td><td>reserved</td><td>0</td></tr>
  * <tr><td>64</td><td>8</td><td>generation</td><td>1 when formatted, + 1 at every start of an owner (reset or recover);
- *     outside the CRC, so that a start changes it with one atomic store; from 1 to 2<sup>63</sup>-2, since exports
- *     carry it and a start must be able to move it on: any other value is damage</td></tr>
+ *     outside the CRC, so that a start changes it with one atomic store; from 1 to {@link #MAX_GENERATION}
+ *     (2<sup>63</sup>-2), since exports carry it: any other value is damage. A start that finds the largest treats it
+ *     as damage too, for it cannot move it on to a value readers take</td></tr>
  * <tr><td>72</td><td>8</td><td>next offset</td><td>where the owner's next allocation search starts (the end of its
  *     last allocation), so that a restarted owner goes on from there instead of handing the previous owner's ranges
  *     out again at once; a hint, outside the CRC, stored atomically: a value inside the data area is rounded up to
@@ -67,6 +68,12 @@ final class Layout {
     /** "CNDTDAX\0", little-endian. */
     static final long MAGIC = 0x0058_4144_5444_4E43L;
     static final int VERSION = 1;
+    /**
+     * The largest generation a layout may hold. 2<sup>63</sup>-1 is none: a start from it would wrap to a
+     * negative one, which exports cannot carry. A start stores one more than it found, so it takes a layout at
+     * this generation for damaged ({@code DevdaxProvider#start}) rather than store one no reader accepts.
+     */
+    static final long MAX_GENERATION = Long.MAX_VALUE - 1;
     static final long TABLE_OFFSET = 128;
     static final long ENTRY_SIZE = 16;
 
@@ -237,9 +244,9 @@ final class Layout {
             return new Damaged("size " + size + " and alignment " + alignment + " are not a valid geometry");
         }
         Geometry geometry = new Geometry(size, alignment);
-        // The generation is outside the CRC; the largest value is refused too, since the next owner's start could not move it on.
+        // The generation is outside the CRC: checked here against the range starts keep to (DevdaxProvider#start).
         if (layoutId == 0 || tableOffset != TABLE_OFFSET || dataOffset != geometry.dataOffset() || !geometry.hasRoomForData()
-                || generation <= 0 || generation == Long.MAX_VALUE) {
+                || generation <= 0 || generation > MAX_GENERATION) {
             return new Damaged("inconsistent header (layout id " + Long.toHexString(layoutId) + ", table at " + tableOffset
                     + ", data at " + dataOffset + ", generation " + generation + ")");
         }

@@ -310,6 +310,34 @@ class RestartPolicyTest {
     }
 
     /**
+     * The largest generation a layout may hold (2^63-2) cannot be moved on either: the next
+     * owner's start stored 2^63-1, which every reader takes for damage, so that every export of
+     * that owner was refused by every importer ("inconsistent header ... generation
+     * 9223372036854775807") for as long as it lived, while the owner itself allocated on.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"reset", "recover"})
+    void theLargestGenerationIsOneAStartCannotMoveOnEither(String onStart) {
+        open("reset").abandon();
+        Fixtures.writeLong(device, Layout.OFFSET_GENERATION, Long.MAX_VALUE - 1);
+
+        if (onStart.equals("recover")) {
+            assertThatThrownBy(() -> open("recover"))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot recover the allocations on device " + device)
+                    .hasMessageContaining("generation " + (Long.MAX_VALUE - 1))
+                    .hasMessageContaining("devdax.on.start (CONDUIT_DEVDAX_ON_START) = reset");
+        }
+        try (DevdaxProvider reset = open("reset")) {
+            assertThat(reset.generation()).isEqualTo(1);
+            Chunk chunk = reset.allocate(UNIT);
+            try (ChunkMapping mapping = importer.map(reader(reset.export(chunk)), UNIT)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(UNIT);
+            }
+        }
+    }
+
+    /**
      * An export made before its device got a new layout (its owner found it damaged or blank) was
      * refused as if the consumer's device table led the alias to another device: a consumer whose
      * table was right was sent to fix it, and not told that the allocation is gone.
