@@ -21,9 +21,11 @@ import java.lang.invoke.VarHandle;
  *      0     4  magic "CNDB"   sender       once, before announcing the ring
  *      8     8  capacity       sender       once, a power of two
  *     64     8  consumed       receiver     release store after each payload's handler returned, or once the
- *                                           kept payloads before it are closed
+ *                                           kept payloads before it are closed (the sender's format stores 0,
+ *                                           before the magic)
  *     72     8  read           receiver     release store after each payload's handler returned while an earlier
- *                                           one, or this one, is kept (0 until then); since queue version 7
+ *                                           one, or this one, is kept (0 until then, as the sender's format
+ *                                           stores it); since queue version 7
  *   4096     …  payload bytes  sender       a payload is contiguous; one that does not fit before
  *                                           the end starts again at 0, the rest of the end unused
  * </pre>
