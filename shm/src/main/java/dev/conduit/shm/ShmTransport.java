@@ -722,6 +722,25 @@ public final class ShmTransport implements Transport {
         return plugin;
     }
 
+    /**
+     * The name of the lease of the worker whose {@code plugin} transport address is {@code address} (of either version a
+     * connect takes), in the shared directory it names; null when {@code address} is no such address. For conduit perf's
+     * server, which judges by that lease whether a server of a Conduit before 2026-12-04, which locked its bootstrap file
+     * not at all, still runs: nothing is mapped or connected.
+     */
+    public static String workerLeaseOf(String plugin, byte[] address) {
+        try {
+            PayloadReader reader = new PayloadReader(address);
+            int version = reader.u8("version");
+            if (version != ADDRESS_VERSION && version != ADDRESS_VERSION_WITHOUT_DIRECTORY) return null;
+            String leaseName = reader.relativePath("lease");
+            return leaseName.startsWith("conduit-" + plugin + "-") && leaseName.endsWith(".lease") && leaseName.indexOf('/') < 0
+                    ? leaseName : null;
+        } catch (RuntimeException malformed) {
+            return null;
+        }
+    }
+
     @Override
     public TransportEndpoint connect(PayloadReader peer, EndpointEvents events) {
         ensureOpen();

@@ -7,7 +7,11 @@ import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.OpenFlags;
+import dev.conduit.internal.formats.WorkerIdentity;
+import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
+import dev.conduit.shm.ShmPlugins;
+import dev.conduit.shm.ShmTransport;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PayloadReader;
@@ -222,7 +226,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      * {@code 0600} and exclusively (a symbolic link of that name makes it fail), locked before it is
      * written (an exclusive {@code fcntl} lock, held until {@link Published#close()}), written whole.
      * The lock is the server's lease on the file: a complete file nobody holds it on is one a server
-     * that is gone left (killed: its exit did not remove it), and is replaced; any other file of that
+     * that is gone left (killed: its exit did not remove it), and is replaced, unless the worker it names
+     * holds its lease (a running server of a Conduit before 2026-12-04, which locked nothing); any other file of that
      * name makes it fail. A server restarted after a {@code kill -9} failed for good on the file its
      * predecessor left (helper h6). A file it began and could not write whole (a full file system) is
      * removed: left, a new {@code --server} refused to replace it and a client took it for a server's
@@ -329,7 +334,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
 
     private static ConduitException exists(Path file, String name, IOException cause) {
         return new ConduitException("cannot publish the perf server's address: " + file + " exists, and the server that "
-                + "published it was not found gone (a new server replaces the complete file of one that holds no lock on it): another "
+                + "published it was not found gone (a new server replaces the complete file of one that holds no lock on it and whose "
+                + "worker holds no lease there, as a server of a Conduit before 2026-12-04, which locked nothing, still does): another "
                 + "server named '" + name + "' runs with this shared directory, or the file is incomplete or no server's: "
                 + "choose another --name, or, if none runs, remove the file", cause);
     }
@@ -392,6 +398,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             PerfBootstrap gone = decode(bytes.array(), file.toString(), "remove it");
             if (gone == null && !(incompleteToo && beginsABootstrap(bytes.array()))) return null;
             if (left.tryLock() == null) return null; // its server runs, or is writing it now
+            if (gone != null && itsWorkerLives(libc, directory, gone)) return null;
             // Removed in the directory held open, and only while its name still leads to the file judged and locked.
             FileStatus judged = libc.fstat(regular);
             FileStatus named = directory.status(name);
@@ -401,6 +408,33 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         } catch (IOException | RuntimeException e) { // gone, not a bootstrap, not ours to open, or locked by this JVM: not known to be gone
             return null;
         }
+    }
+
+    /**
+     * Whether the worker that {@code bootstrap} names holds its lease in {@code directory} (the server's shared directory,
+     * where its worker's lease is) over memfd or posix: its server runs though its file is not locked, as a server of a
+     * Conduit before 2026-12-04 never locked it. A new server of a rolling upgrade took such a live server's file for a
+     * gone one's and replaced it; the older server went on serving, unfound, and its exit removed the new one's file by
+     * name. True also when a lease cannot be judged (not known to be gone).
+     */
+    private static boolean itsWorkerLives(Libc libc, SharedDirectory directory, PerfBootstrap bootstrap) {
+        dev.conduit.WorkerAddress address;
+        try {
+            address = dev.conduit.WorkerAddress.fromBytes(bootstrap.address());
+        } catch (RuntimeException e) {
+            return false; // no worker's address: no server's to keep
+        }
+        for (String plugin : ShmPlugins.LEASE_PLUGINS) {
+            byte[] transport = WorkerIdentity.transportAddress(address, plugin);
+            String lease = transport == null ? null : ShmTransport.workerLeaseOf(plugin, transport);
+            if (lease == null) continue;
+            try {
+                if (OwnerLease.isAlive(libc, directory, lease)) return true;
+            } catch (RuntimeException e) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -1,8 +1,13 @@
 package dev.conduit.tools;
 
+import dev.conduit.Conduit;
+import dev.conduit.Worker;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -52,6 +57,35 @@ class PerfBootstrapTest {
             assertThat(PerfBootstrap.decode(Files.readAllBytes(file), file.toString(), "").pid()).as("kept").isEqualTo(42);
         }
         assertThat(file).as("removed by the close").doesNotExist();
+    }
+
+    /**
+     * A complete file nobody holds the lock on whose worker still holds its lease is a live server's of a Conduit before
+     * 2026-12-04, which locked nothing: it stays, and the new server fails naming it, until that worker closes. A new
+     * server of a rolling upgrade took it for a gone server's and replaced it, saying so; the older server went on
+     * unfound by new clients, and removed the new server's file by name when it exited. Over memfd and posix.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aFileNobodyLocksWhoseWorkerHoldsItsLeaseIsALiveOlderServersAndStays(String plugin) throws Exception {
+        Path file = PerfBootstrap.file(shared, "older");
+        try (Conduit conduit = Conduit.builder().environment(Map.of()).systemProperties(new java.util.Properties())
+                .sharedDirectory(shared).transports(plugin).build()) {
+            Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+            try {
+                // As a server of such a Conduit publishes it: whole, and unlocked while the server runs.
+                Files.write(file, new PerfBootstrap(41, "host-41", "SINGLE", 4096, worker.address().toBytes(), Map.of(plugin, new byte[] {4})).encode());
+                assertThatThrownBy(() -> bootstrap(42).publish(shared, "older")).as("while its worker lives")
+                        .isInstanceOf(ConduitException.class).hasMessageContaining("exists, and the server that published it was not found gone")
+                        .hasMessageContaining("whose worker holds no lease there");
+                assertThat(PerfBootstrap.decode(Files.readAllBytes(file), file.toString(), "").pid()).as("kept").isEqualTo(41);
+            } finally {
+                worker.close();
+            }
+            try (PerfBootstrap.Published published = bootstrap(42).publish(shared, "older")) {
+                assertThat(published.replaced()).as("once its worker closed").isEqualTo("pid 41 on host-41");
+            }
+        }
     }
 
     /**

@@ -34,4 +34,14 @@ public final class WorkerIdentity {
         }
         return false;
     }
+
+    /**
+     * The address {@code address} gives the worker's transport of {@code plugin} (that transport's own format, unread here),
+     * or null when it lists no such transport: conduit perf's server judges by it whether the worker of a bootstrap file
+     * that no lock guards still runs (a server of a Conduit before 2026-12-04 locked nothing).
+     */
+    public static byte[] transportAddress(WorkerAddress address, String plugin) {
+        AddressFormat.Entry entry = AddressFormat.decode(address.toBytes()).entry(plugin);
+        return entry == null ? null : entry.address().clone();
+    }
 }
