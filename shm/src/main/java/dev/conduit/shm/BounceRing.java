@@ -65,11 +65,17 @@ public final class BounceRing {
         return HEADER_LENGTH + capacity;
     }
 
-    /** Formats fresh memory; the sender's side. */
+    /** Formats fresh memory (zeros, as a new chunk reads), taking every page of it; the sender's side. */
     public static BounceRing format(MemorySegment memory) {
         long capacity = memory.byteSize() - HEADER_LENGTH;
         if (capacity < 4096 || Long.bitCount(capacity) != 1) {
             throw new IllegalArgumentException("bounce capacity " + capacity + " must be a power of two of at least 4096");
+        }
+        // Every page is taken now, as the first lap would take it: a page first written by a send, once another process had
+        // filled the shared directory's tmpfs, faulted that send and failed the endpoint for good, blaming the peer. Here a
+        // directory too full for the ring fails its creation, which the endpoint survives (ShmEndpoint#createBounce).
+        for (long page = HEADER_LENGTH; page < memory.byteSize(); page += 4096) {
+            memory.set(ValueLayout.JAVA_BYTE, page, (byte) 0);
         }
         memory.set(ValueLayout.JAVA_LONG, CAPACITY_OFFSET, capacity);
         memory.set(ValueLayout.JAVA_LONG, CONSUMED_OFFSET, 0); // the receiver starts from 0 (follows)

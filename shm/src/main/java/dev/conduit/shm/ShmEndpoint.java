@@ -493,8 +493,8 @@ final class ShmEndpoint implements TransportEndpoint {
         }
         try {
             bounce = BounceRing.format(chunk.segment());
-            // Formatting is the first touch of the ring's header page: on a full tmpfs (another process took the space the
-            // provider found free) or a file truncated under it, that faults, and compiled code gets the fault later.
+            // Formatting is the first touch of the ring's pages: on a full tmpfs (another process took the space the provider
+            // found free) or a file truncated under it, that faults, and compiled code gets the fault later.
             transport.libc().deliverPendingFaults();
             synchronized (transport.handOff) {
                 // Released meanwhile by its worker's close, forced from another thread: that release freed no ring, so this

@@ -46,6 +46,14 @@ public final class FullDirectoryPeer {
             Pool pool = conduit.pool("posix");
             Region region = pool.allocate(64 << 10);
             region.segment().fill((byte) 1);
+            // A connection whose bounce ring exists before the directory fills: a 16 KiB message (over inline.max) made it.
+            Endpoint self = survivor.connect(survivor.address());
+            self.send(1, arena.allocate(16 << 10));
+            // The receiver maps the ring on its mapping thread, so the message arrives after a number of calls no one can say.
+            long guard = System.nanoTime() + 30_000_000_000L;
+            while (received[0] == 0 && System.nanoTime() < guard) survivor.progress();
+            System.out.println("ring-made: received " + received[0]);
+            received[0] = 0;
             java.util.List<Path> filesBefore = list(shared);
 
             fill(filler);
@@ -60,13 +68,19 @@ public final class FullDirectoryPeer {
             // Survivors: the region made before, and a worker that sends to itself.
             region.segment().set(ValueLayout.JAVA_LONG, 0, 42);
             System.out.println("region-survived: " + (region.segment().get(ValueLayout.JAVA_LONG, 0) == 42));
-            try (Endpoint self = survivor.connect(survivor.address())) {
-                report("survivor-send", () -> {
-                    self.send(1, arena.allocate(64));
-                    for (int i = 0; i < 1000 && received[0] == 0; i++) survivor.progress();
-                    return "received " + received[0];
-                });
-            }
+            report("survivor-send", () -> {
+                self.send(1, arena.allocate(64));
+                for (int i = 0; i < 1000 && received[0] == 0; i++) survivor.progress();
+                return "received " + received[0];
+            });
+            // The largest payload fills the ring's pages that the first large message never touched.
+            report("survivor-large-send", () -> {
+                self.send(1, arena.allocate(self.maxPayloadSize()));
+                long until = System.nanoTime() + 30_000_000_000L;
+                while (received[0] < 2 && System.nanoTime() < until) survivor.progress();
+                return "received " + received[0] + ", endpoint failed: " + self.isFailed();
+            });
+            self.close();
 
             Files.delete(filler);
             report("allocate-after-space-freed", () -> pool.allocate(1 << 20));

@@ -47,15 +47,16 @@ class ResourceExhaustionTest {
 
     @Test
     void aFullSharedDirectoryFailsWhatNeedsSpaceAndNothingElse() throws Exception {
-        // An 8 MiB tmpfs over the shared directory, in a mount namespace of the child's own (CI runs as root): room for
-        // two workers' queues (2 MiB each, every page touched when formatted) and a pool's chunk.
+        // A 12 MiB tmpfs over the shared directory, in a mount namespace of the child's own (CI runs as root): room for
+        // two workers' queues (2 MiB each), a pool's chunk and a bounce ring (4 MiB), each queue and ring with every page
+        // touched when formatted.
         Files.setPosixFilePermissions(shared, java.nio.file.attribute.PosixFilePermissions.fromString("rwx------"));
         String java = String.join(" ", ChildJvm.javaCommand(FullDirectoryPeer.class, List.of(), List.of(shared.toString())).stream()
                 .map(ResourceExhaustionTest::quote).toList());
         String output = run(List.of("unshare", "--mount", "--propagation", "private", "sh", "-c",
-                "mount -t tmpfs -o size=8m conduit-full " + quote(shared.toString()) + " && exec " + java + " #"), FullDirectoryPeer.class);
+                "mount -t tmpfs -o size=12m conduit-full " + quote(shared.toString()) + " && exec " + java + " #"), FullDirectoryPeer.class);
 
-        assertThat(output).contains("filled: yes")
+        assertThat(output).contains("ring-made: received 1").contains("filled: yes")
                 .containsPattern("new-worker: ConduitException: posix: cannot create this worker's receive queue \\(posix\\.queue\\.size, "
                         + "\\d+ bytes\\): not enough space for a chunk of \\d+ bytes in " + shared + ": 0 bytes free\\. Free space there, enlarge it")
                 .containsPattern("allocate: ConduitException: not enough space for a chunk of 1048576 bytes in " + shared)
@@ -66,6 +67,9 @@ class ResourceExhaustionTest {
                 .contains("files-left: 0");
         // The survivor's queue had every page when it was formatted: a full file system cannot fail its sends.
         assertThat(output).contains("survivor-send: ok received 1");
+        // So had the survivor's bounce ring, made before the directory filled: its later pages used to be taken at the send
+        // that first wrote them, and that send's fault failed the endpoint for good (PeerFailedException), space back or not.
+        assertThat(output).contains("survivor-large-send: ok received 2, endpoint failed: false");
     }
 
     @ParameterizedTest(name = "{0}")
