@@ -58,7 +58,8 @@ class ResourceExhaustionTest {
 
         assertThat(output).contains("ring-made: received 1").contains("filled: yes")
                 .containsPattern("new-worker: ConduitException: posix: cannot create this worker's receive queue \\(posix\\.queue\\.size, "
-                        + "\\d+ bytes\\): not enough space for a chunk of \\d+ bytes in " + shared + ": 0 bytes free\\. Free space there, enlarge it")
+                        + "\\d+ bytes\\): not enough space for a chunk of \\d+ bytes in " + shared + " \\(a file system of 12582912 bytes\\): "
+                        + "0 bytes free\\. Free space there, enlarge it")
                 .containsPattern("allocate: ConduitException: not enough space for a chunk of 1048576 bytes in " + shared)
                 .contains("files-after-failures: 0 []")
                 .contains("region-survived: true")

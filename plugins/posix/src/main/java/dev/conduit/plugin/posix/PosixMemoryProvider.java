@@ -256,15 +256,20 @@ final class PosixMemoryProvider implements MemoryProvider {
     private void checkFreeSpace(long size) {
         if (store == null || hugePages()) return; // huge pages: fallocate takes them or says ENOSPC
         long free;
+        long total;
         try {
             free = store.getUsableSpace();
+            total = store.getTotalSpace();
         } catch (IOException e) {
             return; // the file system cannot say; mmap and ftruncate will report what they can
         }
         if (free < size) {
-            throw new ConduitException("not enough space for a chunk of " + size + " bytes in " + directory.path() + ": "
-                    + free + " bytes free. Free space there, enlarge it (a container's /dev/shm is 64 MiB unless started "
-                    + "with e.g. docker run --shm-size=1g), or set " + directoryKeys + " to a larger directory. " + FREED_BUT_MAPPED);
+            // The size tells a small /dev/shm from a large one that others filled, and so which remedy fits; the keys are the
+            // sizes of what Conduit itself puts there, which a small directory can take less of.
+            throw new ConduitException("not enough space for a chunk of " + size + " bytes in " + directory.path() + " (a file system of "
+                    + total + " bytes): " + free + " bytes free. Free space there, enlarge it (a container's /dev/shm is 64 MiB unless "
+                    + "started with e.g. docker run --shm-size=1g), lower what Conduit keeps there (pool.chunk.size, posix.queue.size, "
+                    + "posix.bounce.size), or set " + directoryKeys + " to a larger directory. " + FREED_BUT_MAPPED);
         }
         if (CHARGED_TO_THE_MEMORY_CGROUP.contains(store.type())) {
             CgroupMemory.check(size, "a posix chunk in " + directory.path() + " (a file system in memory)", "smaller regions; "

@@ -96,8 +96,11 @@ class PosixMemoryProviderTest {
             long tooLarge = (free / provider.pageSize() + 1) * provider.pageSize();
             assertThatThrownBy(() -> provider.allocate(tooLarge))
                     .isInstanceOf(ConduitException.class)
-                    .hasMessageContaining("not enough space for a chunk of " + tooLarge + " bytes in " + shared)
+                    .hasMessageContaining("not enough space for a chunk of " + tooLarge + " bytes in " + shared + " (a file system of "
+                            + Files.getFileStore(shared).getTotalSpace() + " bytes)")
                     .hasMessageContaining("--shm-size")
+                    // What Conduit itself keeps there, which a small /dev/shm can take less of.
+                    .hasMessageContaining("lower what Conduit keeps there (pool.chunk.size, posix.queue.size, posix.bounce.size)")
                     .hasMessageContaining("posix.dir (CONDUIT_POSIX_DIR)")
                     // A directory full of chunks this process freed, which importers' caches still map, shows no files.
                     .hasMessageContaining("lower ipc.cache.bytes or ipc.cache.idle in the importing processes");
