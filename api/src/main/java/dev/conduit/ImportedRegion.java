@@ -56,8 +56,9 @@ public interface ImportedRegion extends AutoCloseable {
      * </ul>
      * Judged through the lease in the shared directory as this process sees it, never a pid, and
      * opened for reading only. Each call costs a few system calls (open the directory and the lease,
-     * {@code flock}, close): for an occasional check (a reader that found nothing new), not for
-     * every access.
+     * {@code flock}, close) and, over memfd and posix, some 1.3 KB of heap (docs/performance.md,
+     * "Allocation of the calls around a send"): for an occasional check (a reader that found
+     * nothing new), not for every access.
      *
      * @throws IllegalStateException when it is closed ({@link #isOpen()} false)
      * @throws dev.conduit.spi.ConduitException when the lease cannot be looked at (naming the path, errno and remedy)

@@ -172,7 +172,10 @@ public final class Message {
      * {@link Endpoint#pending()}), until it is closed (docs/plugins.md). Otherwise (their payloads
      * inline in the receive queue, whose records are given back in order for every sender; a
      * transport that cannot keep what it delivers) the runtime copies the payload into native
-     * memory of its own, in this call, and the copy is what is kept.
+     * memory of its own, in this call, and the copy is what is kept. Either way it allocates: the
+     * {@code KeptPayload} and its view, some 300 B with its close over memfd and posix (a copy's
+     * {@code Arena} too); a handler that must allocate nothing copies the payload into memory of
+     * its own ({@link #copyPayload(long, MemorySegment, long, long)}).
      *
      * <p>The kept payload outlives this message and the connection it came by (its sender may close
      * or die meanwhile); closing the worker that received it closes it.
