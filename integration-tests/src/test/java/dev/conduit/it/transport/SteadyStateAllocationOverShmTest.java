@@ -38,8 +38,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 class SteadyStateAllocationOverShmTest {
 
     private static final int CALLS = 20_000;
-    /** Rounds a path may take to be compiled allocation-free: a guard against a slow JIT on a loaded machine, not a speed check. */
-    private static final int MAX_ROUNDS = 40;
+    /**
+     * How long a path may take to be compiled allocation-free: a hang guard for a path that always allocates, not a speed
+     * check. A time, not a count of rounds, as api's ThreadAllocation has it: a loaded machine's compiler threads may reach
+     * the path's methods late (C2's escape analysis is what makes its views vanish).
+     */
+    private static final long COMPILE_GUARD_NANOS = TimeUnit.MINUTES.toNanos(1);
 
     @TempDir
     Path shared;
@@ -60,8 +64,12 @@ class SteadyStateAllocationOverShmTest {
         }
     }
 
-    /** What {@link #CALLS} calls of {@code call} allocate once compiled: rounds until one allocates less than a byte a call, at least three. */
+    /**
+     * What {@link #CALLS} calls of {@code call} allocate once compiled: rounds until one allocates less than a byte a call,
+     * at least three, for at most {@link #COMPILE_GUARD_NANOS}.
+     */
     private static long allocated(IntConsumer call) {
+        long deadline = System.nanoTime() + COMPILE_GUARD_NANOS;
         long allocated;
         int rounds = 0;
         do {
@@ -69,7 +77,7 @@ class SteadyStateAllocationOverShmTest {
             for (int i = 0; i < CALLS; i++) call.accept(i);
             allocated = allocatedBytes() - before;
             rounds++;
-        } while (rounds < 3 || allocated >= CALLS && rounds < MAX_ROUNDS);
+        } while (rounds < 3 || allocated >= CALLS && System.nanoTime() - deadline < 0);
         return allocated;
     }
 
