@@ -81,7 +81,7 @@ class ShmQueueFuzzTest {
         r.u8("version");
         r.relativePath("lease");
         byte[] export = r.bytes("queue", r.u16("queue.length"));
-        long queueLength = r.u64("queue.length");
+        long queueLength = r.u64("queue.chunk.length");
         byte[] token = r.bytes("token", ReceiveQueue.TOKEN_LENGTH);
         PayloadReader e = new PayloadReader(export, 0, export.length, "");
         e.u8("version");

@@ -66,7 +66,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * version             u8 (2)
  * lease               string                      the worker's lease file, relative to the shared directory
  * queue               u16 length + bytes          the plugin's export payload of the queue chunk
- * queue.length        u64                         the queue chunk's length
+ * queue.chunk.length  u64                         the queue chunk's length
  * token               16 bytes                    random, also written in the queue header
  * directory.device    u64                         the shared directory's st_dev    } {@link DirectoryIdentity}: words a
  * directory.inode     u64                         the shared directory's st_ino    } connect that finds no lease,
@@ -756,7 +756,7 @@ public final class ShmTransport implements Transport {
         int exportLength = peer.u16("queue.length");
         byte[] export = peer.bytes("queue", exportLength);
         // No worker makes a longer queue: a forged address had this process map what it gave, up to a TiB per connection.
-        long queueLength = peer.u64InRange("queue.length", ReceiveQueue.HEADER_LENGTH + 4096,
+        long queueLength = peer.u64InRange("queue.chunk.length", ReceiveQueue.HEADER_LENGTH + 4096,
                 ReceiveQueue.mappedLength(ShmTransportConfig.MAX_QUEUE_SIZE));
         byte[] token = peer.bytes("token", ReceiveQueue.TOKEN_LENGTH);
         DirectoryIdentity peerDirectory = null;

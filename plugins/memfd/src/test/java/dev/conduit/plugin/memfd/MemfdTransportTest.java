@@ -73,7 +73,7 @@ class MemfdTransportTest {
         address.u8("version");
         address.relativePath("lease");
         byte[] export = address.bytes("queue", address.u16("queue.length"));
-        long length = address.u64("queue.length");
+        long length = address.u64("queue.chunk.length");
         try (var mapping = importer.map(new PayloadReader(export), length)) {
             assertThat(mapping.segment().byteSize()).isEqualTo(length);
         }

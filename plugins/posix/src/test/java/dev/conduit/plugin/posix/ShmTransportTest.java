@@ -5621,7 +5621,7 @@ class ShmTransportTest {
         int version = fields.u8("version");
         String lease = fields.relativePath("lease"); // a live worker's, so that only the queue's length is wrong
         fields.bytes("queue", fields.u16("queue.length"));
-        fields.u64("queue.length");
+        fields.u64("queue.chunk.length");
         byte[] token = fields.bytes("token", 16);
         byte[] directory = fields.bytes("directory", 3 * Long.BYTES);
         long capacity = 1L << 31;
@@ -5638,7 +5638,7 @@ class ShmTransportTest {
                 .u64(4096 + capacity).bytes(token).bytes(directory).toByteArray();
         assertThatThrownBy(() -> sender.connect(new PayloadReader(forged), cause -> { }))
                 .isInstanceOf(dev.conduit.spi.InvalidHandleException.class)
-                .hasMessageContaining("field 'queue.length': value " + (4096 + capacity) + " is outside [8192, " + (4096 + (1L << 30)) + "]");
+                .hasMessageContaining("field 'queue.chunk.length': value " + (4096 + capacity) + " is outside [8192, " + (4096 + (1L << 30)) + "]");
     }
 
     @Test
