@@ -499,7 +499,7 @@ class PerfRunTest {
             assertThat(run.exit()).as(run.output()).isZero();
             assertThat(run.output()).contains("conduit perf server: the session with pid ")
                     .contains(" failed after 1 phases, on this server's side: posix: cannot create this connection's bounce ring")
-                    .contains("not enough space for a chunk of ").contains(" bytes in " + mountPoint + ": ")
+                    .contains("not enough space for a chunk of ").contains(" bytes in " + mountPoint + " (a file system of " + 32 * 1024 * 1024 + " bytes): ")
                     .contains("SERVER-EXIT " + ConduitCommand.EXIT_FAILED).doesNotContain("Exception");
             assertThat(run.output()).as("the client's line").contains("conduit: the perf server failed during am_lat 16k, on its side: posix: "
                     + "cannot create this connection's bounce ring").contains("CLIENT-EXIT " + ConduitCommand.EXIT_FAILED);
