@@ -260,6 +260,37 @@ class LoopbackTransportTest {
         assertThatThrownBy(() -> e.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
     }
 
+    /**
+     * A remote access error fails the responder's queue pair too (InfiniBand's class C error: NAK,
+     * then the error state, its receives flushed), which the simulation did not model: on a device
+     * the exporter's inbound connection ends with the connector's, its messages sent before
+     * delivered, and the sink is told. The liveness look is an hour away and every credit is
+     * written back before the put, so the flushed receives are what ends it here, not the wire-up
+     * socket or a credit write to the failed connector.
+     */
+    @Test
+    void aRemoteAccessErrorAlsoEndsTheExportersInboundConnectionAfterItsEarlierMessages() {
+        TestWorker a = peer("verbs.liveness.interval", "1h");
+        TestWorker b = peer("verbs.liveness.interval", "1h");
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        for (int i = 0; i < 3; i++) {
+            send(e, i, MemorySegment.NULL, bytes("before " + i), a, b);
+        }
+        MemorySegment credits = ((VerbsEndpoint) e).creditWordMemory();
+        progressUntil(() -> b.received.size() == 3 && credits.get(Records.LONG, 0) == 3, b);
+        for (int i = 0; i < 3; i++) {
+            b.transport.progress(); // takes the last credit write's completion: nothing is left to announce
+        }
+        byte[] forged = new WireFormat.Region(0x10000, 4096, 0x7777).encode();
+        e.put(bytes("x"), new TestWorker.TestRegion(VerbsPlugin.NAME, 0, 4096, forged), 0);
+        assertThatThrownBy(e::flush).isInstanceOf(PeerFailedException.class).hasMessageContaining("IBV_WC_REM_ACCESS_ERR");
+        progressUntil(() -> b.sendersClosed.size() == 1, b);
+        assertThat(b.received).extracting(r -> new String(r.payload(), StandardCharsets.UTF_8))
+                .containsExactly("before 0", "before 1", "before 2");
+        assertThat(b.transport.inbounds()).as("the exporter's inbound connection, its queue pair in error").isEmpty();
+        assertThat(b.failures).isEmpty();
+    }
+
     @Test
     void aPeerThatGoesAwayFailsTheEndpointOnce() {
         TestWorker a = peer();

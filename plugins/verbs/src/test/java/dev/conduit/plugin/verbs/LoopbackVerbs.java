@@ -32,7 +32,9 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *   <li>RDMA WRITE, READ and the two atomics act on memory registered in the destination's
  *       protection domain with the right access, within its bounds, else
  *       {@code IBV_WC_REM_ACCESS_ERR}; a SEND's receive buffer must be in the receiver's domain
- *       and locally writable, else the same;</li>
+ *       and locally writable, else the same; such a refused request fails the responding queue
+ *       pair as well as the requesting one (the error state, its receives flushed), as on a
+ *       device;</li>
  *   <li>a work request's local buffer must be registered, in bounds, in the queue pair's
  *       protection domain, and locally writable where the adapter writes it (READ, atomics), else
  *       {@code IBV_WC_LOC_PROT_ERR};</li>
@@ -556,7 +558,7 @@ final class LoopbackVerbs implements Verbs {
                         Mr target = regions.get((int) receive[1]);
                         // The receive buffer is checked when a SEND lands in it: registered, writable, in the receiver's domain.
                         if (target == null || length > receive[3] || target.pd != peer.pd || (target.access & IBV_ACCESS_LOCAL_WRITE) == 0) {
-                            fail(requestId, opcode, IBV_WC_REM_ACCESS_ERR);
+                            failBoth(peer, requestId, opcode, IBV_WC_REM_ACCESS_ERR);
                             return;
                         }
                         MemorySegment.copy(source, 0, target.memory, receive[2], length);
@@ -570,7 +572,7 @@ final class LoopbackVerbs implements Verbs {
                         long at = target == null ? -1 : remoteAddress - target.memory.address();
                         if (target == null || target.pd != peer.pd || (target.access & needed) == 0 || (peer.access & needed) == 0
                                 || at < 0 || at + length > target.memory.byteSize() || atomic && (length != 8 || (remoteAddress & 7) != 0)) {
-                            fail(requestId, opcode, IBV_WC_REM_ACCESS_ERR);
+                            failBoth(peer, requestId, opcode, IBV_WC_REM_ACCESS_ERR);
                             return;
                         }
                         if (opcode == IBV_WR_RDMA_WRITE) {
@@ -587,6 +589,16 @@ final class LoopbackVerbs implements Verbs {
                 }
                 sendQueue.add(new Wc(requestId, IBV_WC_SUCCESS, opcode, length, number));
             }
+        }
+
+        /**
+         * A request the responder refused (a remote access error, InfiniBand's class C): the responder
+         * answers with a NAK and goes to the error state too, flushing its receives, as rxe's
+         * {@code do_class_ac_error} does and an adapter does; only then the requester fails.
+         */
+        private void failBoth(Qp responder, long requestId, int opcode, int status) {
+            responder.toError();
+            fail(requestId, opcode, status);
         }
 
         /** Completes the request with {@code status} and moves the queue pair to the error state, as a real RC queue pair does. */
