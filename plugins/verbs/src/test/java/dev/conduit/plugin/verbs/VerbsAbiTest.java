@@ -103,6 +103,27 @@ class VerbsAbiTest {
     }
 
     /**
+     * Every completion status of the header is named in what the transport reports: a ConnectX
+     * adapter completes with {@code IBV_WC_BAD_RESP_ERR}, {@code IBV_WC_LOC_ACCESS_ERR},
+     * {@code IBV_WC_REM_ABORT_ERR} or {@code IBV_WC_GENERAL_ERR} too, which used to read
+     * "status 7", "status 8", "status 16", "status 21".
+     */
+    @Test
+    void everyCompletionStatusOfTheHeaderIsNamed() {
+        List<String> statuses = c.keySet().stream().filter(k -> k.startsWith("wcstatus.")).sorted().toList();
+        assertThat(statuses).as("statuses printed by verbs_abi.c").hasSize(24);
+        List<String> mismatches = new ArrayList<>();
+        for (String key : statuses) {
+            String name = key.substring("wcstatus.".length());
+            String words = Completion.status(Integer.parseInt(c.get(key)));
+            if (!words.startsWith(name + " (")) {
+                mismatches.add(name + " = " + c.get(key) + ": \"" + words + "\"");
+            }
+        }
+        assertThat(mismatches).as("statuses whose words do not start with their C name and a meaning").isEmpty();
+    }
+
+    /**
      * The named members of {@code group} and, recursively, of its named struct and union members,
      * as C spells them ({@code wr.atomic.rkey}), with their offset from the outer struct and size.
      */

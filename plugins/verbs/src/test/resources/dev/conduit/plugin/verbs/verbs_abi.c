@@ -8,6 +8,7 @@
 #define FIELD(type, name, field) \
     printf("offsetof.%s.%s %zu\nsizeof.%s.%s %zu\n", name, #field, offsetof(type, field), name, #field, sizeof(((type *) 0)->field))
 #define CONST(c) printf("const.%s %ld\n", #c, (long) (c))
+#define WC_STATUS(c) printf("wcstatus.%s %ld\n", #c, (long) (c))
 
 int main(void) {
     SIZE(struct ibv_device_attr, "ibv_device_attr");
@@ -308,5 +309,30 @@ int main(void) {
     CONST(IBV_WC_RETRY_EXC_ERR);
     CONST(IBV_WC_RNR_RETRY_EXC_ERR);
     CONST(IBV_WC_RECV);
+    /* Every enum ibv_wc_status value, for the words Completion.status gives each. */
+    WC_STATUS(IBV_WC_SUCCESS);
+    WC_STATUS(IBV_WC_LOC_LEN_ERR);
+    WC_STATUS(IBV_WC_LOC_QP_OP_ERR);
+    WC_STATUS(IBV_WC_LOC_EEC_OP_ERR);
+    WC_STATUS(IBV_WC_LOC_PROT_ERR);
+    WC_STATUS(IBV_WC_WR_FLUSH_ERR);
+    WC_STATUS(IBV_WC_MW_BIND_ERR);
+    WC_STATUS(IBV_WC_BAD_RESP_ERR);
+    WC_STATUS(IBV_WC_LOC_ACCESS_ERR);
+    WC_STATUS(IBV_WC_REM_INV_REQ_ERR);
+    WC_STATUS(IBV_WC_REM_ACCESS_ERR);
+    WC_STATUS(IBV_WC_REM_OP_ERR);
+    WC_STATUS(IBV_WC_RETRY_EXC_ERR);
+    WC_STATUS(IBV_WC_RNR_RETRY_EXC_ERR);
+    WC_STATUS(IBV_WC_LOC_RDD_VIOL_ERR);
+    WC_STATUS(IBV_WC_REM_INV_RD_REQ_ERR);
+    WC_STATUS(IBV_WC_REM_ABORT_ERR);
+    WC_STATUS(IBV_WC_INV_EECN_ERR);
+    WC_STATUS(IBV_WC_INV_EEC_STATE_ERR);
+    WC_STATUS(IBV_WC_FATAL_ERR);
+    WC_STATUS(IBV_WC_RESP_TIMEOUT_ERR);
+    WC_STATUS(IBV_WC_GENERAL_ERR);
+    WC_STATUS(IBV_WC_TM_ERR);
+    WC_STATUS(IBV_WC_TM_RNDV_INCOMPLETE);
     return 0;
 }
