@@ -58,6 +58,7 @@ class LoopbackTransportTest {
         }
         assertThat(verbs.openObjects()).as("queue pairs, regions, queues and channels left open").isZero();
         assertThat(verbs.receiverNotReady()).as("SENDs without a posted receive (credits overrun)").isZero();
+        assertThat(verbs.completionQueueOverruns()).as("completions that found their queue full (CQ overrun)").isZero();
     }
 
     private static MemorySegment bytes(String s) {
@@ -289,6 +290,45 @@ class LoopbackTransportTest {
                 .containsExactly("before 0", "before 1", "before 2");
         assertThat(b.transport.inbounds()).as("the exporter's inbound connection, its queue pair in error").isEmpty();
         assertThat(b.failures).isEmpty();
+    }
+
+    /**
+     * A completion queue that overruns is lost on a device (IBV_EVENT_CQ_ERR), and the transport
+     * sizes its queues from max_cqe: on a device of 9 entries, with 4 send and 4 receive buffers,
+     * a worker takes 2 inbound connections (8 receives) and 1 outbound (4 sends and a credit write
+     * per inbound connection). Here b's queues get exactly that, with no completion taken: both
+     * connectors fill its receives, one progress of b delivers them and writes both credits back,
+     * and b fills its own endpoint's sends. Then several rounds of credits. No completion may find
+     * its queue full (checked after each test), and a second outbound connection is refused.
+     */
+    @Test
+    void completionQueuesSizedFromASmallMaxCqeHoldEveryCompletionOfTheConnectionsTheyAllow() {
+        verbs = new LoopbackVerbs(VerbsAbi.IBV_ATOMIC_HCA, 9);
+        String[] small = {"verbs.send.buffers", "4", "verbs.receive.buffers", "4", "verbs.buffer.size", "4k"};
+        TestWorker b = peer(small);
+        TestWorker a1 = peer(small);
+        TestWorker a2 = peer(small);
+        TransportEndpoint e1 = connected(a1.connect(b), a1);
+        TransportEndpoint e2 = connected(a2.connect(b), a2);
+        TransportEndpoint back = connected(b.connect(a1), b);
+        for (int i = 0; i < 4; i++) {
+            assertThat(e1.trySend(i, MemorySegment.NULL, bytes("one " + i))).as("a credit of a1").isTrue();
+            assertThat(e2.trySend(i, MemorySegment.NULL, bytes("two " + i))).as("a credit of a2").isTrue();
+        }
+        assertThat(e1.trySend(9, MemorySegment.NULL, bytes("no credit"))).as("the peer's 4 buffers are taken").isFalse();
+        b.transport.progress();
+        assertThat(b.received).as("delivered by one progress, whose credit writes complete on b's send queue").hasSize(8);
+        for (int i = 0; i < 4; i++) {
+            assertThat(back.trySend(i, MemorySegment.NULL, bytes("back " + i))).as("a credit of b").isTrue();
+        }
+        assertThat(verbs.completionQueueOverruns()).as("b: 8 receives, then 2 credit writes and 4 sends, none taken").isZero();
+        for (int i = 4; i < 40; i++) {
+            send(e1, i, MemorySegment.NULL, bytes("one " + i), a1, a2, b);
+            send(e2, i, MemorySegment.NULL, bytes("two " + i), a1, a2, b);
+            send(back, i, MemorySegment.NULL, bytes("back " + i), a1, a2, b);
+        }
+        progressUntil(() -> b.received.size() == 80 && a1.received.size() == 40, a1, a2, b);
+        assertThatThrownBy(() -> b.connect(a2)).isInstanceOf(ConduitException.class).hasMessageContaining("1 outbound connections");
     }
 
     @Test

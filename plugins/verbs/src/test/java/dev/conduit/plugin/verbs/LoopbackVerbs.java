@@ -43,6 +43,10 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       ({@code IBV_WC_WR_FLUSH_ERR});</li>
  *   <li>a completion channel is an eventfd, signalled by the first completion after
  *       {@code requestNotification};</li>
+ *   <li>a completion queue holds the entries it was created with, at most the device's
+ *       {@code max_cqe}: a completion that finds it full is an overrun, which on a device is
+ *       {@code IBV_EVENT_CQ_ERR} and a queue that cannot be used again; here it is lost and
+ *       counted in {@link #completionQueueOverruns()}, which a correct transport never causes;</li>
  *   <li>on request ({@link #failNext}), {@code ibv_post_recv}, {@code ibv_post_send} of an RDMA
  *       write, {@code ibv_destroy_qp} and {@code ibv_dereg_mr} fail with an errno, as a provider's can; a queue pair or region that
  *       failed to go stays, as on a device, until {@link #reclaimLeftovers()};</li>
@@ -63,6 +67,8 @@ final class LoopbackVerbs implements Verbs {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private final int atomicCap;
+    private final int maxCqe;
+    private int completionQueueOverruns;
     private final Libc libc = Linux.libc();
     private final Map<Integer, Qp> queuePairs = new HashMap<>();
     private final Map<Integer, Mr> regions = new HashMap<>();
@@ -87,7 +93,13 @@ final class LoopbackVerbs implements Verbs {
     private final List<Wc> delayed = new ArrayList<>();
 
     LoopbackVerbs(int atomicCap) {
+        this(atomicCap, 1 << 20);
+    }
+
+    /** A fabric whose device has completion queues of at most {@code maxCqe} entries. */
+    LoopbackVerbs(int atomicCap, int maxCqe) {
         this.atomicCap = atomicCap;
+        this.maxCqe = maxCqe;
     }
 
     @Override
@@ -106,6 +118,11 @@ final class LoopbackVerbs implements Verbs {
             throw new IllegalArgumentException("no RDMA device named '" + name + "' in the loopback simulation");
         }
         return new LoopDevice();
+    }
+
+    /** Completions that found their queue full, for checks. */
+    synchronized int completionQueueOverruns() {
+        return completionQueueOverruns;
     }
 
     /** SENDs that found no receive posted (credits overrun), for checks. */
@@ -234,7 +251,7 @@ final class LoopbackVerbs implements Verbs {
     private final class LoopDevice implements Device {
         @Override
         public DeviceAttributes attributes() {
-            return new DeviceAttributes("loopback", 1L, 0, 0, 1024, 1 << 20, 1L << 40, atomicCap, 1);
+            return new DeviceAttributes("loopback", 1L, 0, 0, 1024, maxCqe, 1L << 40, atomicCap, 1);
         }
 
         @Override
@@ -263,7 +280,10 @@ final class LoopbackVerbs implements Verbs {
 
         @Override
         public CompletionQueue createCompletionQueue(int entries, CompletionChannel channel) {
-            Cq cq = new Cq((Channel) channel);
+            if (entries < 1 || entries > maxCqe) {
+                throw new ErrnoException("ibv_create_cq", Errno.EINVAL, "loop0", "loop0, " + entries + " (max_cqe " + maxCqe + ")");
+            }
+            Cq cq = new Cq((Channel) channel, entries);
             opened(cq.toString());
             return cq;
         }
@@ -390,16 +410,22 @@ final class LoopbackVerbs implements Verbs {
 
     private final class Cq implements CompletionQueue {
         final Channel channel;
+        final int capacity;
         final ArrayDeque<Wc> entries = new ArrayDeque<>();
         boolean armed;
 
-        Cq(Channel channel) {
+        Cq(Channel channel, int capacity) {
             this.channel = channel;
+            this.capacity = capacity;
         }
 
         void add(Wc wc) {
             if (this == delayedQueue) {
                 delayed.add(wc);
+                return;
+            }
+            if (entries.size() >= capacity) {
+                completionQueueOverruns++;
                 return;
             }
             entries.add(wc);
