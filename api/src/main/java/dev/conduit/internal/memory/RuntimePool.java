@@ -121,7 +121,10 @@ public final class RuntimePool implements Pool {
 
     @Override
     public Region allocate(long size, long alignment) {
-        if (size <= 0) throw new IllegalArgumentException("size must be positive: " + size);
+        if (size <= 0) {
+            throw new IllegalArgumentException("cannot allocate " + size + " bytes from the pool of plugin '" + plugin + "': a region has "
+                    + "1 byte or more; pass Pool.allocate a positive size");
+        }
         if (alignment <= 0 || Long.bitCount(alignment) != 1 || alignment > pageSize) {
             throw new IllegalArgumentException("alignment " + alignment + " must be a power of two no larger than the page size "
                     + pageSize + " of plugin '" + plugin + "'");

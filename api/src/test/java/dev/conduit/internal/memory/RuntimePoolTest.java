@@ -511,6 +511,21 @@ class RuntimePoolTest {
         };
     }
 
+    /**
+     * A size of 0 or less said "size must be positive: 0", naming neither the call nor the pool; it now names both, the
+     * value and the sizes allowed.
+     */
+    @Test
+    void aSizeNotPositiveNamesTheValueThePoolAndTheSizesAllowed() {
+        pool();
+        for (long size : new long[]{0, -5}) {
+            assertThatThrownBy(() -> pool.allocate(size, 8)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("cannot allocate " + size + " bytes from the pool of plugin '" + pool.plugin() + "': a region has 1 byte "
+                            + "or more; pass Pool.allocate a positive size");
+        }
+        assertThat(plugin.chunksAllocated).hasValue(0);
+    }
+
     /** A size that cannot be rounded up to a page used to fail with a bare ArithmeticException ("long overflow"). */
     @Test
     void aSizeTooLargeForAnyChunkIsAnIllegalArgumentNamingIt() {
