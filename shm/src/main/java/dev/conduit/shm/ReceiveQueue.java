@@ -291,6 +291,16 @@ public final class ReceiveQueue {
     }
 
     /**
+     * A queue of another layout version: a peer of another Conduit version, whose refusal says what to do, unlike the
+     * other refusals of {@link #attach}, which find an address that does not name a queue.
+     */
+    static final class OtherLayoutVersion extends IllegalStateException {
+        OtherLayoutVersion(String message) {
+            super(message);
+        }
+    }
+
+    /**
      * Attaches to a queue a peer published, checking that it is one and that it carries
      * {@code token}: the proof that this is the queue the peer's address names.
      *
@@ -303,7 +313,7 @@ public final class ReceiveQueue {
         int version = memory.get(ValueLayout.JAVA_INT, VERSION_OFFSET);
         if (version != VERSION) {
             // No translation between layouts: processes of two Conduit versions connect only when their queue layouts are the same.
-            throw new IllegalStateException(FormatVersions.refusal("its receive queue layout", Integer.toUnsignedLong(version), VERSION, "the peer"));
+            throw new OtherLayoutVersion(FormatVersions.refusal("its receive queue layout", Integer.toUnsignedLong(version), VERSION, "the peer"));
         }
         long capacity = memory.get(ValueLayout.JAVA_LONG, CAPACITY_OFFSET);
         if (capacity != memory.byteSize() - HEADER_LENGTH || Long.bitCount(capacity) != 1) {

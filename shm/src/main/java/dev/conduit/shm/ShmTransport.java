@@ -823,7 +823,12 @@ public final class ShmTransport implements Transport {
             try {
                 peerQueue = ReceiveQueue.attach(mapping.segment(), token);
             } catch (IllegalStateException e) {
-                throw new ConduitException(plugin + ": cannot reach the peer: " + e.getMessage());
+                // Not the queue the address names: a peer restarted has a new lease and queue, so this is an address altered
+                // or pieced together, or a header overwritten, and only an address taken from the peer anew helps.
+                throw new ConduitException(plugin + ": cannot reach the peer: " + e.getMessage() + (e instanceof ReceiveQueue.OtherLayoutVersion
+                        ? "" : "; the chunk its address names (lease " + leaseName + ") is not that worker's receive queue: the address was "
+                        + "altered or forged, or put together from two addresses, or a process that maps the queue overwrote its header. "
+                        + "Connect with the address the peer's worker gives now (Worker.address().toBytes())"), e);
             }
             // Not an id this worker's count came round to while it is still taken: the receiver would take the two
             // connections for one (a second CONNECT refuses it), or refuse the new one at once (listed as refused).

@@ -95,6 +95,31 @@ class ShmTransportConnectTest {
                         + "refused by the producer");
     }
 
+    /**
+     * An address whose token is not the one in the queue it names said "test: cannot reach the peer: the queue's token
+     * does not match the address: a stale or forged address", without the refusal as its cause or what to do; it now
+     * names the lease, the causes and the remedy, and keeps the refusal as its cause. Nothing of the peer stays mapped.
+     */
+    @Test
+    void anAddressWhoseTokenIsNotInTheQueueItNamesSaysWhatToDo() throws Exception {
+        InProcessMemory peerMemory = new InProcessMemory();
+        ShmTransport peer = transport(peerMemory);
+        byte[] forged = peer.address().clone();
+        forged[forged.length - 3 * Long.BYTES - ReceiveQueue.TOKEN_LENGTH] ^= 1; // the token, before the directory's three words
+        ShmTransport connecting = transport(new InProcessMemory());
+
+        Throwable thrown = catchThrowable(() -> connecting.connect(new PayloadReader(forged), cause -> { }));
+
+        assertThat(thrown).isExactlyInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("test: cannot reach the peer: the queue's token does not match the address: a stale or forged "
+                        + "address; the chunk its address names (lease conduit-test-")
+                .hasMessageEndingWith(".lease) is not that worker's receive queue: the address was altered or forged, or put together "
+                        + "from two addresses, or a process that maps the queue overwrote its header. Connect with the address the "
+                        + "peer's worker gives now (Worker.address().toBytes())")
+                .hasCauseExactlyInstanceOf(IllegalStateException.class);
+        assertThat(connecting.connect(new PayloadReader(peer.address()), cause -> { })).as("the true address still connects").isNotNull();
+    }
+
     private List<Path> leases() throws Exception {
         try (Stream<Path> s = Files.list(shared)) {
             return s.filter(p -> p.getFileName().toString().endsWith(".lease")).toList();
