@@ -309,9 +309,13 @@ final class PerfCommand implements Callable<Integer> {
             try {
                 tests.add(PerfTest.byLabel(t));
             } catch (IllegalArgumentException e) {
-                // --connect takes its value only as HOST:PORT: a bare port lands here, as a test's name.
+                // --connect takes its value only as HOST:PORT: a bare port or host lands here, as a test's name ("--connect=HOST"
+                // too: picocli hands the consumer the value apart from the option).
                 boolean aPort = t.chars().allMatch(Character::isDigit);
-                throw usage(e.getMessage() + ", or all" + (aPort ? "; to connect to a server's TCP port, give --connect HOST:PORT" : ""));
+                boolean aHost = !aPort && t.matches("[A-Za-z0-9.-]+") && (t.contains(".") || t.equalsIgnoreCase("localhost"));
+                throw usage(e.getMessage() + ", or all" + (aPort ? "; to connect to a server's TCP port, give --connect HOST:PORT"
+                        : aHost ? "; to connect to a server on host '" + t + "', give its port too: --connect " + t + ":PORT, the port "
+                        + "of the server's --listen" : ""));
             }
         }
         return tests.isEmpty() ? PerfTest.DEFAULT_SUITE : List.copyOf(tests);

@@ -166,6 +166,23 @@ class PerfArgumentsTest {
     }
 
     /**
+     * A host without its port after --connect (or as --connect=HOST) was read as a test's name and said only "unknown test
+     * '127.0.0.1'; the tests are ...": the error now says to give the port too.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"127.0.0.1", "localhost", "perf-server.example"})
+    void aHostWithoutItsPortAfterConnectSaysToGiveThePort(String host) {
+        for (List<String> args : List.of(List.of("perf", "--connect", host), List.of("perf", "--connect=" + host))) {
+            Result result = usageError(args.toArray(String[]::new));
+
+            assertThat(result.err()).as("%s", args).contains("unknown test '" + host + "'")
+                    .contains("; to connect to a server on host '" + host + "', give its port too: --connect " + host
+                            + ":PORT, the port of the server's --listen");
+        }
+        assertThat(usageError("perf", "am_latt").err()).doesNotContain("give its port too");
+    }
+
+    /**
      * A --shared-dir that does not exist is a usage error naming it, for each way to run: a server
      * used to fail with "no selected plugin provides a transport", and a client waited its whole
      * --timeout and then blamed the server (found by an audit).
