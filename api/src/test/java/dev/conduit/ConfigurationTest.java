@@ -9,6 +9,7 @@ import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
@@ -351,6 +352,20 @@ class ConfigurationTest {
         try (Conduit c = isolated().systemProperties(props("conduit.plugin.path", missing)).build()) {
             assertThat(c.plugins()).singleElement().satisfies(p -> assertThat(p.reason())
                     .endsWith("fix plugin.path (from system property conduit.plugin.path)"));
+        }
+    }
+
+    /**
+     * A plugin jar listed in plugin.path as on a class path was said to "not exist or not be a directory", though it
+     * exists: the reason now says it is a jar and names the directory to give.
+     */
+    @Test
+    void aJarInPluginPathIsNamedAsOneWithItsDirectory(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path jar = Files.writeString(dir.resolve("conduit-plugin-example.jar"), "not read");
+        try (Conduit c = isolated().set("plugin.path", jar.toString()).build()) {
+            assertThat(c.plugins()).singleElement().satisfies(p -> assertThat(p.reason()).isEqualTo("plugin directory " + jar
+                    + " is a jar, not a directory: plugin.path lists directories, and every jar at the top of one is a plugin; give "
+                    + "the jar's directory, " + dir + ", or one that holds only this jar; fix plugin.path (from the builder)"));
         }
     }
 }

@@ -53,9 +53,14 @@ final class PluginDirectory {
     static List<Candidate> load(Path directory, ModuleLayer parent, String pathSource) {
         List<Candidate> found = new ArrayList<>();
         if (!Files.isDirectory(directory)) {
-            // Named where it was set: a user who set it in the builder or a system property has no variable to fix.
+            // Named where it was set: a user who set it in the builder or a system property has no variable to fix. A jar
+            // listed as on a class path is the likely slip: its directory is what to give.
+            Path jarDirectory = directory.toAbsolutePath().getParent();
+            boolean aJar = Files.isRegularFile(directory) && directory.getFileName().toString().endsWith(".jar") && jarDirectory != null;
             found.add(Candidate.broken(directory.toString(), "plugin directory " + directory, "plugin directory " + directory
-                    + " does not exist or is not a directory; fix plugin.path (from " + pathSource + ")"));
+                    + (aJar ? " is a jar, not a directory: plugin.path lists directories, and every jar at the top of one is a "
+                    + "plugin; give the jar's directory, " + jarDirectory + ", or one that holds only this jar; fix plugin.path (from "
+                    : " does not exist or is not a directory; fix plugin.path (from ") + pathSource + ")"));
             return found;
         }
         List<Path> entries;
