@@ -113,7 +113,7 @@ final class MessageDispatch implements MessageSink {
                  MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
         MessageHandler handler = handler(id);
         if (handler == null) {
-            unhandled(id);
+            unhandled(id, from);
             return;
         }
         Delivery d = delivery();
@@ -136,7 +136,7 @@ final class MessageDispatch implements MessageSink {
         }
     }
 
-    private void unhandled(int id) {
+    private void unhandled(int id, TransportSink from) {
         unhandled.incrementAndGet();
         // Ids come from peers: one outside 0..65535 (no handler can have it) is remembered under one bit, so that a
         // peer cannot make this set grow past the 8 KiB that 65536 ids take.
@@ -147,9 +147,14 @@ final class MessageDispatch implements MessageSink {
             if (first) warned.set(key);
         }
         if (first) {
-            LOG.log(System.Logger.Level.WARNING, "active message id " + id + " arrived but no handler is registered for it"
+            // An id out of range is no application's slip: Endpoint.send refuses one, so only a transport delivers it.
+            LOG.log(System.Logger.Level.WARNING, "active message id " + id + " arrived"
+                    + (from != null ? " over transport '" + from.transportName() + "'" : "") + " but no handler is registered for it"
                     + (key == OUT_OF_RANGE ? " (ids are 0..65535)" : "") + "; it was dropped and counted as unhandled (further ones "
-                    + (key == OUT_OF_RANGE ? "outside that range" : "with this id") + " are counted silently)");
+                    + (key == OUT_OF_RANGE ? "outside that range" : "with this id") + " are counted silently, in "
+                    + "Worker.unhandledMessages()). " + (key == OUT_OF_RANGE
+                    ? "Endpoint.send refuses such an id, so the transport that delivered it is at fault: report it to its plugin's author"
+                    : "Register a handler with Worker.onMessage(" + id + ", handler) on this worker before its peers send that id"));
         }
     }
 

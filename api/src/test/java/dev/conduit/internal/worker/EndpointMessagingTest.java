@@ -1007,10 +1007,19 @@ class EndpointMessagingTest {
         Pair p = pair(16);
         Worker receiver = p.receiver();
         List<String> seen = new ArrayList<>();
-        p.endpoint().send(9, MemorySegment.NULL);
-        p.endpoint().send(9, MemorySegment.NULL);
-        receiver.progress();
+        List<java.util.logging.LogRecord> warnings = LoggedWarnings.loggedWhile("dev.conduit.worker", () -> {
+            p.endpoint().send(9, MemorySegment.NULL);
+            p.endpoint().send(9, MemorySegment.NULL);
+            receiver.progress();
+        });
         assertThat(receiver.unhandledMessages()).isEqualTo(2);
+        // It said only "active message id 9 arrived but no handler is registered for it; it was dropped ...": neither
+        // the transport nor what to do.
+        assertThat(warnings).as("once per id").singleElement().satisfies(w -> assertThat(w.getMessage()).isEqualTo(
+                "active message id 9 arrived over transport '" + p.endpoint().transport() + "' but no handler is registered for it; "
+                        + "it was dropped and counted as unhandled (further ones with this id are counted silently, in "
+                        + "Worker.unhandledMessages()). Register a handler with Worker.onMessage(9, handler) on this worker before its "
+                        + "peers send that id"));
 
         receiver.onMessage(9, m -> seen.add("first"));
         p.endpoint().send(9, MemorySegment.NULL);
