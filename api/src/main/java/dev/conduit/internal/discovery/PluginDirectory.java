@@ -148,6 +148,19 @@ final class PluginDirectory {
         String where = "plugin directory " + entry + ": ";
         List<Candidate> found = new ArrayList<>();
         ClassLoader parentLoader = PluginDirectory.class.getClassLoader();
+        // A jar that cannot be read is damaged, however it is loaded: a URLClassLoader skips it without a word (the plugin
+        // would look like one without META-INF/services, its user sent to add a declaration it may well have), and a module
+        // finder's refusal would be met with the remedy for a missing dependency.
+        for (Path jar : jars) {
+            try (ZipFile readable = new ZipFile(jar.toFile())) {
+                readable.size();
+            } catch (IOException e) {
+                found.add(Candidate.broken(entry.getFileName().toString(), where.substring(0, where.length() - 2),
+                        "cannot read " + jar + ": " + ServiceDiscovery.describe(e) + ". The jar is damaged (truncated or "
+                                + "altered in a copy, say): put an intact copy in its place"));
+                return found;
+            }
+        }
         try {
             if (parent != null) {
                 ModuleFinder finder = withoutConduitModules(ModuleFinder.of(jars.toArray(Path[]::new)), parent);
@@ -158,18 +171,6 @@ final class PluginDirectory {
                 ServiceDiscovery.collect(ServiceLoader.load(layer, ConduitPlugin.class), new HashSet<>(), found, where,
                         type -> type.getModule().getLayer() == layer);
             } else {
-                // A URLClassLoader skips a jar it cannot read without a word: the plugin would look like one without
-                // META-INF/services, and its user would be sent to add a declaration it may well have.
-                for (Path jar : jars) {
-                    try (ZipFile readable = new ZipFile(jar.toFile())) {
-                        readable.size();
-                    } catch (IOException e) {
-                        found.add(Candidate.broken(entry.getFileName().toString(), where.substring(0, where.length() - 2),
-                                "cannot read " + jar + ": " + ServiceDiscovery.describe(e) + ". The jar is damaged (truncated or "
-                                        + "altered in a copy, say): put an intact copy in its place"));
-                        return found;
-                    }
-                }
                 URL[] urls = new URL[jars.size()];
                 for (int i = 0; i < urls.length; i++) urls[i] = jars.get(i).toUri().toURL();
                 URLClassLoader loader = new URLClassLoader("conduit-plugin-" + entry.getFileName(), urls, parentLoader);

@@ -126,7 +126,10 @@ class PluginDirectoryTest {
     /**
      * A damaged jar (truncated in a copy) is named as damaged wherever the runtime runs. On the class
      * path the plugin's class loader skipped the unreadable jar in silence, and it was reported as
-     * a jar without META-INF/services, with the remedy of adding a declaration it may well have.
+     * a jar without META-INF/services, with the remedy of adding a declaration it may well have; on
+     * the module path it was "cannot load plugin from ...: Error reading ...; caused by ZipException:
+     * zip END header not found. Each plugin needs all its dependencies beside it", the remedy for a
+     * missing dependency. Both now say the jar is damaged and to put an intact copy in its place.
      */
     @Test
     void aDamagedJarIsReportedAsDamagedAlsoOnTheClassPath() throws IOException {
@@ -136,7 +139,9 @@ class PluginDirectoryTest {
         for (List<Candidate> found : List.of(PluginDirectory.load(dir, null, "the builder"), PluginDirectory.load(dir, runtimeLayer(), "the builder"))) {
             assertThat(found).singleElement().satisfies(c -> {
                 assertThat(c.plugin()).isNull();
-                assertThat(c.error()).contains("plugin.jar").contains("zip END header not found").doesNotContain("META-INF/services");
+                assertThat(c.error()).startsWith("cannot read " + dir.resolve("plugin.jar") + ": ").contains("zip END header not found")
+                        .endsWith(". The jar is damaged (truncated or altered in a copy, say): put an intact copy in its place")
+                        .doesNotContain("META-INF/services").doesNotContain("dependencies");
             });
         }
     }
