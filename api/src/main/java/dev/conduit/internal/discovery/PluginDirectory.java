@@ -191,8 +191,13 @@ final class PluginDirectory {
                     + "META-INF/services file is not read for a module), one without needs META-INF/services/dev.conduit.spi.ConduitPlugin"
                     : "this runtime is on the class path, where a jar needs META-INF/services/dev.conduit.spi.ConduitPlugin naming its "
                     + "plugin class ('provides' in a module descriptor is not read there)";
+            // A library at the top (a plugin's dependency put beside it, or a plugin.path set to an application's lib
+            // directory) is the likelier slip there than a plugin without its declaration.
             found.add(Candidate.broken(entry.getFileName().toString(), where.substring(0, where.length() - 2),
-                    "no Conduit plugin in " + entry + ": " + needs + ". The TCK's PluginMetadataContract checks both"));
+                    "no Conduit plugin in " + entry + ": " + needs + ". The TCK's PluginMetadataContract checks both"
+                            + (isJar(entry) ? ". If it is a library, not a plugin (a plugin's dependency, or a jar of Conduit's own), take "
+                            + "it out of the top of the plugin directory, where every jar is a plugin on its own: a plugin and its "
+                            + "dependencies go together in a sub-directory of their own" : "")));
         }
         return found;
     }

@@ -146,6 +146,33 @@ class PluginDirectoryTest {
         }
     }
 
+    /**
+     * A library at the top of a plugin directory (a plugin's dependency put beside it, or plugin.path set to an
+     * application's lib directory) was told only how a plugin declares itself; it is now told where a library goes.
+     */
+    @Test
+    void aLibraryAtTheTopOfAPluginDirectoryIsToldWhereLibrariesGo() throws IOException {
+        Path dir = tmp.resolve("library-at-top");
+        Files.createDirectories(dir.resolve("p"));
+        for (Path jar : List.of(dir.resolve("somelib-1.0.jar"), dir.resolve("p/otherlib-1.0.jar"))) {
+            try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar))) {
+                out.putNextEntry(new JarEntry("somelib/readme.txt"));
+                out.write('x');
+            }
+        }
+        for (List<Candidate> found : List.of(PluginDirectory.load(dir, null, "the builder"), PluginDirectory.load(dir, runtimeLayer(), "the builder"))) {
+            assertThat(found).hasSize(2);
+            assertThat(found).filteredOn(c -> c.error().startsWith("no Conduit plugin in " + dir.resolve("somelib-1.0.jar") + ": "))
+                    .singleElement().satisfies(c -> assertThat(c.error()).endsWith(". The TCK's PluginMetadataContract checks both. "
+                            + "If it is a library, not a plugin (a plugin's dependency, or a jar of Conduit's own), take it out of the top "
+                            + "of the plugin directory, where every jar is a plugin on its own: a plugin and its dependencies go "
+                            + "together in a sub-directory of their own"));
+            assertThat(found).as("a sub-directory is a plugin with its dependencies: no such advice")
+                    .filteredOn(c -> c.error().startsWith("no Conduit plugin in " + dir.resolve("p") + ": "))
+                    .singleElement().satisfies(c -> assertThat(c.error()).endsWith(". The TCK's PluginMetadataContract checks both"));
+        }
+    }
+
     /** The {@code dev.conduit.linux.Copy} class as the plugin's code resolves it. */
     private static Class<?> seenBy(ConduitPlugin plugin) {
         return loadCopy(plugin.getClass().getClassLoader());
