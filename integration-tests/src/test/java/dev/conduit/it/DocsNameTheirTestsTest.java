@@ -34,11 +34,8 @@ class DocsNameTheirTestsTest {
 
     @Test
     void everyTestAndMethodTheDocumentsNameExists() throws IOException {
-        Path root = Path.of(System.getProperty("user.dir")).resolve("..").normalize();
-        List<Path> documents = new ArrayList<>(List.of(root.resolve("README.md"), root.resolve("examples/README.md")));
-        try (Stream<Path> docs = Files.list(root.resolve("docs"))) {
-            docs.filter(p -> p.toString().endsWith(".md")).sorted().forEach(documents::add);
-        }
+        Path root = ProjectDocuments.ROOT;
+        List<Path> documents = ProjectDocuments.all();
 
         // Methods declared per class (by file name), and in every source: a bare #method follows
         // its class in prose that the document does not always make the previous backtick.

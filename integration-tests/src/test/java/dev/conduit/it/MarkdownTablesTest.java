@@ -8,7 +8,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -27,11 +26,8 @@ class MarkdownTablesTest {
 
     @Test
     void everyTableRowIsOneLineWithTheCellsOfItsHeader() throws IOException {
-        Path root = Path.of(System.getProperty("user.dir")).resolve("..").normalize();
-        List<Path> documents = new ArrayList<>(List.of(root.resolve("README.md"), root.resolve("examples/README.md")));
-        try (Stream<Path> docs = Files.list(root.resolve("docs"))) {
-            docs.filter(p -> p.toString().endsWith(".md")).sorted().forEach(documents::add);
-        }
+        Path root = ProjectDocuments.ROOT;
+        List<Path> documents = ProjectDocuments.all();
         assertThat(documents).as("the documents read").hasSizeGreaterThan(5);
 
         List<String> broken = new ArrayList<>();
