@@ -145,7 +145,8 @@ class ChronicleMessagesTest {
             readWrite.add(payload.readWrite());
             readWrite.add(payload.bytesStore().readWrite());
             for (Runnable write : List.<Runnable>of(() -> payload.writeLong(0, 1L), () -> payload.bytesStore().writeByte(0, (byte) 1),
-                    () -> payload.compareAndSwapLong(0, 7L, 1L), () -> payload.bytesStore().zeroOut(0, 8))) {
+                    () -> payload.compareAndSwapLong(0, 7L, 1L), () -> payload.bytesStore().zeroOut(0, 8),
+                    () -> payload.writePosition(0).append("x"), () -> payload.writePosition(0).append(1L))) {
                 try {
                     write.run();
                 } catch (RuntimeException e) {
@@ -157,11 +158,11 @@ class ChronicleMessagesTest {
             read.add(payload.readLong(0));
             read.add(copy.readLong(0) + copy.readLong(8));
         }));
-        endpoint.send(QUOTE, MemorySegment.ofArray(new long[]{7L, 8L}));
+        endpoint.send(QUOTE, MemorySegment.ofArray(new long[]{7L, 8L, 0L, 0L})); // room for append(long)'s 20 digits
         progressUntil(() -> read.size() == 2);
 
         assertThat(readWrite).containsExactly(false, false);
-        assertThat(writes).hasSize(4).allSatisfy(e -> assertThat(e).hasStackTraceContaining("IllegalArgumentException: Chronicle view of "
+        assertThat(writes).hasSize(6).allSatisfy(e -> assertThat(e).hasStackTraceContaining("IllegalArgumentException: Chronicle view of "
                 + "a received message's payload is read-only").hasStackTraceContaining("copy them (bytesStore().copy(), which the garbage collector frees; Bytes.copy() takes native "
                 + "memory that only its releaseLast() frees)"));
         assertThat(read).as("the payload, then the remedy's copy, written").containsExactly(7L, 16L);
