@@ -48,7 +48,8 @@ final class FfmVerbs implements Verbs {
     static final List<String> FUNCTIONS = List.of("ibv_get_device_list", "ibv_free_device_list", "ibv_get_device_name",
             "ibv_open_device", "ibv_close_device", "ibv_query_device", "ibv_query_port", "ibv_query_gid", "ibv_alloc_pd",
             "ibv_dealloc_pd", "ibv_reg_mr", "ibv_dereg_mr", "ibv_create_comp_channel", "ibv_destroy_comp_channel", "ibv_create_cq",
-            "ibv_destroy_cq", "ibv_get_cq_event", "ibv_ack_cq_events", "ibv_create_qp", "ibv_modify_qp", "ibv_destroy_qp");
+            "ibv_destroy_cq", "ibv_get_cq_event", "ibv_ack_cq_events", "ibv_create_qp", "ibv_modify_qp", "ibv_destroy_qp",
+            "ibv_get_async_event", "ibv_ack_async_event");
 
     private static final Map<String, FfmVerbs> LOADED = new ConcurrentHashMap<>();
 
@@ -74,6 +75,8 @@ final class FfmVerbs implements Verbs {
     private final MethodHandle createQp;
     private final MethodHandle modifyQp;
     private final MethodHandle destroyQp;
+    private final MethodHandle getAsyncEvent;
+    private final MethodHandle ackAsyncEvent;
 
     /** Why the library could not be used: the message says what to do. */
     static final class Unavailable extends ConduitException {
@@ -109,6 +112,8 @@ final class FfmVerbs implements Verbs {
         createQp = bind(lookup, "ibv_create_qp", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
         modifyQp = bind(lookup, "ibv_modify_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
         destroyQp = bind(lookup, "ibv_destroy_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        getAsyncEvent = bind(lookup, "ibv_get_async_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        ackAsyncEvent = bind(lookup, "ibv_ack_async_event", FunctionDescriptor.ofVoid(ADDRESS));
     }
 
     /**
@@ -195,11 +200,32 @@ final class FfmVerbs implements Verbs {
                         throw new ErrnoException("ibv_open_device", errno(capture), name, name,
                                 "check the permissions of /dev/infiniband/uverbs* and the memlock limit (ulimit -l)");
                     }
-                    return new FfmDevice(name, context);
+                    return opened(name, context);
                 }
             }
             throw new IllegalArgumentException("no RDMA device named '" + name + "' in " + library);
         });
+    }
+
+    /**
+     * The device over a context just opened, its {@code async_fd} made non-blocking first: the
+     * transport looks for asynchronous events at each liveness check, where {@code ibv_get_async_event}
+     * must answer {@code EAGAIN} rather than sleep until the next event.
+     */
+    private FfmDevice opened(String name, MemorySegment context) {
+        int asyncFd = reinterpret(context, IBV_CONTEXT.byteSize()).get(JAVA_INT, CONTEXT_ASYNC_FD);
+        try {
+            // The descriptor belongs to libibverbs (ibv_close_device closes it): wrapped to set its flags, never closed here.
+            dev.conduit.linux.Linux.libc().setNonBlocking(dev.conduit.linux.FileDescriptor.adopt(asyncFd, "async events of " + name), true);
+        } catch (RuntimeException e) {
+            try {
+                checked("ibv_close_device", name, closeDevice, context);
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+        return new FfmDevice(name, context);
     }
 
     /** What is done with the device list while it is held: {@code devices} is its array of {@code struct ibv_device *}. */
@@ -245,8 +271,13 @@ final class FfmVerbs implements Verbs {
     private final class FfmDevice implements Device {
         private final String name;
         private final MemorySegment context;
+        /** The queue pairs and completion queues of this context by address, for the {@code element} of their asynchronous events. */
+        private final Map<Long, FfmQueuePair> queuePairs = new ConcurrentHashMap<>();
+        private final Map<Long, FfmCompletionQueue> completionQueues = new ConcurrentHashMap<>();
+        private final MemorySegment asyncCapture = Arena.ofAuto().allocate(CAPTURE_LAYOUT);
+        private final MemorySegment asyncEvent = Arena.ofAuto().allocate(IBV_ASYNC_EVENT);
         private Ops ops;
-        private boolean closed;
+        private volatile boolean closed;
 
         FfmDevice(String name, MemorySegment context) {
             this.name = name;
@@ -374,7 +405,41 @@ final class FfmVerbs implements Verbs {
                     throw new ErrnoException("ibv_create_cq", errno(capture), name, name + ", " + entries + ", NULL, channel, 0",
                             "lower verbs.receive.buffers or verbs.send.buffers, or raise the memlock limit (ulimit -l)");
                 }
-                return new FfmCompletionQueue(name, ops(), cq);
+                FfmCompletionQueue queue = new FfmCompletionQueue(this, name, ops(), cq);
+                completionQueues.put(cq.address(), queue);
+                return queue;
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+        }
+
+        @Override
+        public synchronized AsyncEvent takeAsyncEvent() {
+            check();
+            try {
+                int rc = (int) getAsyncEvent.invokeExact(asyncCapture, context, asyncEvent);
+                if (rc != 0) {
+                    int errno = errno(asyncCapture);
+                    if (errno == dev.conduit.linux.Errno.EAGAIN) {
+                        return null;
+                    }
+                    throw new ErrnoException("ibv_get_async_event", errno, name, name + ", &event",
+                            "the device's event descriptor cannot be read: see dmesg for the adapter's state, then close and reopen the worker");
+                }
+                int type = asyncEvent.get(JAVA_INT, ASYNC_EVENT_TYPE);
+                AsyncEvent event;
+                if (VerbsAbi.isQueuePairEvent(type)) {
+                    event = new AsyncEvent(type, queuePairs.get(asyncEvent.get(ADDRESS, ASYNC_EVENT_QP).address()), null, 0);
+                } else if (type == IBV_EVENT_CQ_ERR) {
+                    event = new AsyncEvent(type, null, completionQueues.get(asyncEvent.get(ADDRESS, ASYNC_EVENT_CQ).address()), 0);
+                } else if (VerbsAbi.isPortEvent(type)) {
+                    event = new AsyncEvent(type, null, null, asyncEvent.get(JAVA_INT, ASYNC_EVENT_PORT_NUM));
+                } else {
+                    event = new AsyncEvent(type, null, null, 0);
+                }
+                // Only once it is copied out: the queue pair or queue may be destroyed on another thread as soon as this returns.
+                ackAsyncEvent.invokeExact(asyncCapture, asyncEvent);
+                return event;
             } catch (Throwable t) {
                 throw propagate(t);
             }
@@ -436,11 +501,11 @@ final class FfmVerbs implements Verbs {
     // Never closed: their destroy functions would be called on the shim's static objects.
 
     QueuePair queuePairOver(MemorySegment context, MemorySegment qp) {
-        return new FfmQueuePair("shim", Ops.of(context), qp, reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM));
+        return new FfmQueuePair(null, "shim", Ops.of(context), qp, reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM));
     }
 
     CompletionQueue completionQueueOver(MemorySegment context, MemorySegment cq) {
-        return new FfmCompletionQueue("shim", Ops.of(context), cq);
+        return new FfmCompletionQueue(null, "shim", Ops.of(context), cq);
     }
 
     MemoryRegion registrationOver(MemorySegment memory, int lkey, int rkey) {
@@ -493,7 +558,9 @@ final class FfmVerbs implements Verbs {
                             + ", recv " + maxReceiveRequests, "lower verbs.send.buffers or verbs.receive.buffers (the device's max_qp_wr)");
                 }
                 int number = reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM);
-                return new FfmQueuePair(device.name, device.ops(), qp, number);
+                FfmQueuePair queuePair = new FfmQueuePair(device, device.name, device.ops(), qp, number);
+                device.queuePairs.put(qp.address(), queuePair);
+                return queuePair;
             } catch (Throwable t) {
                 throw propagate(t);
             }
@@ -613,6 +680,8 @@ final class FfmVerbs implements Verbs {
 
     private final class FfmCompletionQueue implements CompletionQueue {
         private static final int BATCH = 32;
+        /** The device that created it, where its asynchronous events find it; {@code null} for the ops shim's. */
+        private final FfmDevice owner;
         private final String device;
         private final Ops ops;
         private final MemorySegment cq;
@@ -621,7 +690,8 @@ final class FfmVerbs implements Verbs {
         private final MemorySegment wc = arena.allocate(IBV_WC.byteSize() * BATCH, 8);
         private boolean closed;
 
-        FfmCompletionQueue(String device, Ops ops, MemorySegment cq) {
+        FfmCompletionQueue(FfmDevice owner, String device, Ops ops, MemorySegment cq) {
+            this.owner = owner;
             this.device = device;
             this.ops = ops;
             this.cq = cq;
@@ -672,6 +742,9 @@ final class FfmVerbs implements Verbs {
             closed = true;
             try {
                 checked("ibv_destroy_cq", device, destroyCq, cq);
+                if (owner != null) {
+                    owner.completionQueues.remove(cq.address());
+                }
             } finally {
                 arena.close();
             }
@@ -679,6 +752,8 @@ final class FfmVerbs implements Verbs {
     }
 
     private final class FfmQueuePair implements QueuePair {
+        /** The device that created it, where its asynchronous events find it; {@code null} for the ops shim's. */
+        private final FfmDevice owner;
         private final String device;
         private final Ops ops;
         private final MemorySegment qp;
@@ -692,7 +767,8 @@ final class FfmVerbs implements Verbs {
         private final MemorySegment badWr = arena.allocate(ADDRESS);
         private boolean closed;
 
-        FfmQueuePair(String device, Ops ops, MemorySegment qp, int number) {
+        FfmQueuePair(FfmDevice owner, String device, Ops ops, MemorySegment qp, int number) {
+            this.owner = owner;
             this.device = device;
             this.ops = ops;
             this.qp = qp;
@@ -830,6 +906,10 @@ final class FfmVerbs implements Verbs {
             closed = true;
             try {
                 checked("ibv_destroy_qp", device, destroyQp, qp);
+                // Not before: a queue pair that could not be destroyed may still have events, which must still find it.
+                if (owner != null) {
+                    owner.queuePairs.remove(qp.address());
+                }
             } finally {
                 arena.close();
             }

@@ -260,7 +260,12 @@ final class Inbound extends VerbsTransport.Connection {
         }
     }
 
-    private String describePeer() {
+    /** Its queue pair, which the device's asynchronous events name. */
+    Verbs.QueuePair queuePair() {
+        return qp;
+    }
+
+    String describePeer() {
         try {
             return String.valueOf(wireup.getRemoteAddress());
         } catch (IOException e) {

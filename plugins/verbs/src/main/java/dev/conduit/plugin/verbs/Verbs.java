@@ -54,6 +54,19 @@ interface Verbs {
         /** {@code ibv_create_cq} with room for {@code entries} completions, notifying {@code channel} (or none). */
         CompletionQueue createCompletionQueue(int entries, CompletionChannel channel);
 
+        /**
+         * Takes one asynchronous event of the context if one is pending, without waiting
+         * ({@code ibv_get_async_event} on the context's {@code async_fd}, made non-blocking when the
+         * device was opened), and acknowledges it ({@code ibv_ack_async_event}) once it is copied
+         * out: {@code ibv_destroy_qp} and {@code ibv_destroy_cq} wait until every event taken of
+         * their object is acknowledged, so an event kept unacknowledged would hang their close.
+         * Thread-safe.
+         *
+         * @return the event, or {@code null} when none is pending
+         * @throws ErrnoException when the events cannot be read (other than {@code EAGAIN})
+         */
+        AsyncEvent takeAsyncEvent();
+
         /** {@code ibv_close_device}. */
         @Override
         void close();
@@ -141,6 +154,22 @@ interface Verbs {
 
         int capacity() {
             return requestId.length;
+        }
+    }
+
+    /**
+     * An asynchronous event of a device context ({@code struct ibv_async_event}): its
+     * {@code type} ({@code IBV_EVENT_*}, {@link VerbsAbi#eventType}) and what it is about, by type
+     * ({@link VerbsAbi#isQueuePairEvent}, {@link VerbsAbi#isPortEvent}): the queue pair (one this
+     * device created, or {@code null} for one it does not know), the completion queue
+     * ({@code IBV_EVENT_CQ_ERR}), or the port; the others are 0 or {@code null}.
+     */
+    record AsyncEvent(int type, QueuePair queuePair, CompletionQueue completionQueue, int port) {
+
+        @Override
+        public String toString() {
+            return VerbsAbi.eventType(type) + (queuePair != null ? " on qp " + queuePair.number() : "")
+                    + (VerbsAbi.isPortEvent(type) ? " on port " + port : "");
         }
     }
 

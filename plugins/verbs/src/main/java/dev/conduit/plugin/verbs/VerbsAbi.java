@@ -188,6 +188,28 @@ final class VerbsAbi {
     static final int IBV_WC_RNR_RETRY_EXC_ERR = 13;
     static final int IBV_WC_RECV = 128;
 
+    // enum ibv_event_type (rdma-core's libibverbs/verbs.h; checked against the installed header by VerbsAbiTest)
+    static final int IBV_EVENT_CQ_ERR = 0;
+    static final int IBV_EVENT_QP_FATAL = 1;
+    static final int IBV_EVENT_QP_REQ_ERR = 2;
+    static final int IBV_EVENT_QP_ACCESS_ERR = 3;
+    static final int IBV_EVENT_COMM_EST = 4;
+    static final int IBV_EVENT_SQ_DRAINED = 5;
+    static final int IBV_EVENT_PATH_MIG = 6;
+    static final int IBV_EVENT_PATH_MIG_ERR = 7;
+    static final int IBV_EVENT_DEVICE_FATAL = 8;
+    static final int IBV_EVENT_PORT_ACTIVE = 9;
+    static final int IBV_EVENT_PORT_ERR = 10;
+    static final int IBV_EVENT_LID_CHANGE = 11;
+    static final int IBV_EVENT_PKEY_CHANGE = 12;
+    static final int IBV_EVENT_SM_CHANGE = 13;
+    static final int IBV_EVENT_SRQ_ERR = 14;
+    static final int IBV_EVENT_SRQ_LIMIT_REACHED = 15;
+    static final int IBV_EVENT_QP_LAST_WQE_REACHED = 16;
+    static final int IBV_EVENT_CLIENT_REREGISTER = 17;
+    static final int IBV_EVENT_GID_CHANGE = 18;
+    static final int IBV_EVENT_WQ_FATAL = 19;
+
     /**
      * A struct of which only some members are named: the others are padding, so {@code sizeof} and
      * the named offsets are exactly the C ones (and {@code VerbsAbiTest} checks both). Members are
@@ -285,10 +307,20 @@ final class VerbsAbi {
             128, JAVA_BYTE.withName("min_rnr_timer"), 129, JAVA_BYTE.withName("port_num"), 130, JAVA_BYTE.withName("timeout"),
             131, JAVA_BYTE.withName("retry_cnt"), 132, JAVA_BYTE.withName("rnr_retry"));
 
+    /**
+     * {@code struct ibv_async_event}, filled by {@code ibv_get_async_event}: the {@code element}
+     * union says which queue pair, completion queue or port the event is about, by
+     * {@code event_type} (the members for shared receive queues and work queues, which the plugin
+     * never creates, are not named).
+     */
+    static final StructLayout IBV_ASYNC_EVENT = struct("ibv_async_event", 16,
+            0, MemoryLayout.unionLayout(POINTER.withName("cq"), POINTER.withName("qp"), JAVA_INT.withName("port_num")).withName("element"),
+            8, JAVA_INT.withName("event_type"));
+
     /** Every layout, for {@code VerbsAbiTest}. */
     static final List<StructLayout> ALL = List.of(IBV_DEVICE_ATTR, IBV_PORT_ATTR, IBV_GID, IBV_CONTEXT_OPS, IBV_CONTEXT, IBV_PD,
             IBV_MR, IBV_COMP_CHANNEL, IBV_CQ, IBV_QP, IBV_SGE, IBV_SEND_WR, IBV_RECV_WR, IBV_WC, IBV_QP_CAP, IBV_QP_INIT_ATTR,
-            IBV_GLOBAL_ROUTE, IBV_AH_ATTR, IBV_QP_ATTR);
+            IBV_GLOBAL_ROUTE, IBV_AH_ATTR, IBV_QP_ATTR, IBV_ASYNC_EVENT);
 
     /** The offset of a (possibly nested, dot-separated) member: {@code "wr.atomic.rkey"}. */
     static long offsetOf(StructLayout layout, String path) {
@@ -320,6 +352,11 @@ final class VerbsAbi {
 
     // Offsets of the fields FfmVerbs writes and reads on the data path.
     static final long CONTEXT_OPS = offsetOf(IBV_CONTEXT, "ops");
+    static final long CONTEXT_ASYNC_FD = offsetOf(IBV_CONTEXT, "async_fd");
+    static final long ASYNC_EVENT_CQ = offsetOf(IBV_ASYNC_EVENT, "element.cq");
+    static final long ASYNC_EVENT_QP = offsetOf(IBV_ASYNC_EVENT, "element.qp");
+    static final long ASYNC_EVENT_PORT_NUM = offsetOf(IBV_ASYNC_EVENT, "element.port_num");
+    static final long ASYNC_EVENT_TYPE = offsetOf(IBV_ASYNC_EVENT, "event_type");
     static final long OPS_POLL_CQ = offsetOf(IBV_CONTEXT_OPS, "poll_cq");
     static final long OPS_REQ_NOTIFY_CQ = offsetOf(IBV_CONTEXT_OPS, "req_notify_cq");
     static final long OPS_POST_SEND = offsetOf(IBV_CONTEXT_OPS, "post_send");
@@ -412,6 +449,51 @@ final class VerbsAbi {
             case IBV_ATOMIC_HCA -> "HCA";
             case IBV_ATOMIC_GLOB -> "GLOB";
             default -> "atomic_cap " + atomicCap;
+        };
+    }
+
+    /** The C name of an {@code enum ibv_event_type}, as {@code IBV_EVENT_QP_FATAL}; {@code IBV_EVENT <n>} for one newer than this plugin. */
+    static String eventType(int type) {
+        return switch (type) {
+            case IBV_EVENT_CQ_ERR -> "IBV_EVENT_CQ_ERR";
+            case IBV_EVENT_QP_FATAL -> "IBV_EVENT_QP_FATAL";
+            case IBV_EVENT_QP_REQ_ERR -> "IBV_EVENT_QP_REQ_ERR";
+            case IBV_EVENT_QP_ACCESS_ERR -> "IBV_EVENT_QP_ACCESS_ERR";
+            case IBV_EVENT_COMM_EST -> "IBV_EVENT_COMM_EST";
+            case IBV_EVENT_SQ_DRAINED -> "IBV_EVENT_SQ_DRAINED";
+            case IBV_EVENT_PATH_MIG -> "IBV_EVENT_PATH_MIG";
+            case IBV_EVENT_PATH_MIG_ERR -> "IBV_EVENT_PATH_MIG_ERR";
+            case IBV_EVENT_DEVICE_FATAL -> "IBV_EVENT_DEVICE_FATAL";
+            case IBV_EVENT_PORT_ACTIVE -> "IBV_EVENT_PORT_ACTIVE";
+            case IBV_EVENT_PORT_ERR -> "IBV_EVENT_PORT_ERR";
+            case IBV_EVENT_LID_CHANGE -> "IBV_EVENT_LID_CHANGE";
+            case IBV_EVENT_PKEY_CHANGE -> "IBV_EVENT_PKEY_CHANGE";
+            case IBV_EVENT_SM_CHANGE -> "IBV_EVENT_SM_CHANGE";
+            case IBV_EVENT_SRQ_ERR -> "IBV_EVENT_SRQ_ERR";
+            case IBV_EVENT_SRQ_LIMIT_REACHED -> "IBV_EVENT_SRQ_LIMIT_REACHED";
+            case IBV_EVENT_QP_LAST_WQE_REACHED -> "IBV_EVENT_QP_LAST_WQE_REACHED";
+            case IBV_EVENT_CLIENT_REREGISTER -> "IBV_EVENT_CLIENT_REREGISTER";
+            case IBV_EVENT_GID_CHANGE -> "IBV_EVENT_GID_CHANGE";
+            case IBV_EVENT_WQ_FATAL -> "IBV_EVENT_WQ_FATAL";
+            default -> "IBV_EVENT " + type;
+        };
+    }
+
+    /** Whether {@code element} of an event of {@code type} is a queue pair ({@code ibv_get_async_event}'s own switch). */
+    static boolean isQueuePairEvent(int type) {
+        return switch (type) {
+            case IBV_EVENT_QP_FATAL, IBV_EVENT_QP_REQ_ERR, IBV_EVENT_QP_ACCESS_ERR, IBV_EVENT_COMM_EST, IBV_EVENT_SQ_DRAINED,
+                 IBV_EVENT_PATH_MIG, IBV_EVENT_PATH_MIG_ERR, IBV_EVENT_QP_LAST_WQE_REACHED -> true;
+            default -> false;
+        };
+    }
+
+    /** Whether {@code element} of an event of {@code type} is a port number. */
+    static boolean isPortEvent(int type) {
+        return switch (type) {
+            case IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR, IBV_EVENT_LID_CHANGE, IBV_EVENT_PKEY_CHANGE, IBV_EVENT_SM_CHANGE,
+                 IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_GID_CHANGE -> true;
+            default -> false;
         };
     }
 

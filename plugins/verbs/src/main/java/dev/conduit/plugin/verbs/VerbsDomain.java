@@ -31,6 +31,10 @@ final class VerbsDomain {
     private final Verbs.ProtectionDomain pd;
     private final Verbs.ProtectionDomain outboundPd;
     private int users;
+    /** The transports' queues of asynchronous events: the context has one event queue, which every transport of it needs. */
+    private final List<java.util.Queue<Verbs.AsyncEvent>> eventQueues = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** Why the device context can no longer be used ({@code IBV_EVENT_DEVICE_FATAL}), or {@code null}. */
+    private volatile String fatal;
 
     private VerbsDomain(Verbs.Device device, String deviceName, int port, Verbs.PortAttributes portAttributes,
                         Verbs.DeviceAttributes deviceAttributes, int gidIndex, byte[] gid, Verbs.ProtectionDomain pd,
@@ -62,6 +66,11 @@ final class VerbsDomain {
         }
 
         synchronized VerbsDomain acquire(Config config, System.Logger logger) {
+            if (domain != null && domain.fatal != null) {
+                // A context whose device failed takes no new user: the next worker opens the device again. The
+                // failed one is closed by the release of its last user.
+                domain = null;
+            }
             if (domain == null) {
                 domain = open(loader.apply(VerbsConfig.text(config, VerbsConfig.LIBRARY)), config, sysfs, logger);
             }
@@ -70,10 +79,12 @@ final class VerbsDomain {
         }
 
         synchronized void release(VerbsDomain released) {
-            if (released != domain || --domain.users > 0) {
+            if (released.users <= 0 || --released.users > 0) {
                 return;
             }
-            domain = null;
+            if (released == domain) {
+                domain = null;
+            }
             new Teardown("closing device " + released.deviceName).other(released.outboundPd::close).other(released.pd::close)
                     .other(released.device::close).rethrow();
         }
@@ -232,6 +243,34 @@ final class VerbsDomain {
 
     Verbs.Device device() {
         return device;
+    }
+
+    /** A queue that {@link #takeAsyncEvents} fills with every asynchronous event of the device from now on, until {@link #unsubscribe}. */
+    java.util.Queue<Verbs.AsyncEvent> subscribe() {
+        java.util.Queue<Verbs.AsyncEvent> queue = new java.util.concurrent.ConcurrentLinkedQueue<>();
+        eventQueues.add(queue);
+        return queue;
+    }
+
+    void unsubscribe(java.util.Queue<Verbs.AsyncEvent> queue) {
+        eventQueues.remove(queue);
+    }
+
+    /**
+     * Takes every pending asynchronous event of the device (each acknowledged as it is taken) and
+     * adds it to every subscribed queue: whichever transport looks first reads them for all, and
+     * each transport acts on the events of its own queue pairs and queues. {@code IBV_EVENT_DEVICE_FATAL}
+     * also marks the context failed, so that the next {@link Holder#acquire} opens the device again.
+     */
+    synchronized void takeAsyncEvents() {
+        for (Verbs.AsyncEvent event; (event = device.takeAsyncEvent()) != null; ) {
+            if (event.type() == VerbsAbi.IBV_EVENT_DEVICE_FATAL) {
+                fatal = VerbsAbi.eventType(event.type());
+            }
+            for (java.util.Queue<Verbs.AsyncEvent> queue : eventQueues) {
+                queue.add(event);
+            }
+        }
     }
 
     String deviceName() {

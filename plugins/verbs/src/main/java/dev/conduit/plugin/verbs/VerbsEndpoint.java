@@ -247,6 +247,26 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         return 1;
     }
 
+    /**
+     * Fails the endpoint for an asynchronous event of the device, {@code why} naming it. An
+     * endpoint already failed by what followed from the event (a completion flushed when the queue
+     * pair went to the error state, a retry error) but not yet reported is failed with the event as
+     * its cause instead, the first failure named after it: the event is what the user can act on.
+     */
+    int failBy(String why) {
+        if (state == State.FAILED && !reported && failure != null) {
+            failure = new PeerFailedException(failure.reason(), "verbs: peer " + peerName + ": " + why + " (first seen as: "
+                    + failure.getMessage().substring(("verbs: peer " + peerName + ": ").length()) + ")");
+            return 0;
+        }
+        return fail(Reason.UNKNOWN, why);
+    }
+
+    /** Its queue pair, which the device's asynchronous events name. */
+    Verbs.QueuePair queuePair() {
+        return qp;
+    }
+
     void report() {
         if (!reported && failure != null) {
             reported = true;

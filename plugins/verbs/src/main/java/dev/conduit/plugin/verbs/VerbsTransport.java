@@ -67,6 +67,11 @@ import java.util.List;
  *       receive buffer, so they can never deadlock. A sender without credits or free send
  *       buffers returns {@code false} from trySend; it never overruns the peer's receive queue
  *       (which would be an RNR error) and never blocks.</li>
+ *   <li><b>Asynchronous events</b> of the device ({@code ibv_get_async_event}): read at each
+ *       liveness look and before a failure is reported, never on the data path; a queue pair in
+ *       error fails its connection, the port in use going down fails every connection, a device
+ *       failure or an error of this transport's completion queues fails every connection and later
+ *       {@code connect}s, each naming the event ({@link #handleAsyncEvents}).</li>
  *   <li><b>Completions</b>: one send and one receive completion queue per worker, both on a
  *       completion channel for {@link #await}, which arms the send queue only while credits wait
  *       for a credit write to complete. Work-request ids name the connection (slot
@@ -124,6 +129,13 @@ final class VerbsTransport implements Transport {
     private long progressCount;
     private long lastLiveness = System.nanoTime();
     private boolean closed;
+    /** The device's asynchronous events, as {@link VerbsDomain#takeAsyncEvents} hands them to this transport. */
+    private final java.util.Queue<Verbs.AsyncEvent> asyncEvents;
+    /**
+     * Why this transport can connect no more ({@code IBV_EVENT_DEVICE_FATAL}, or {@code IBV_EVENT_CQ_ERR} on one of its
+     * completion queues), with the remedy; {@code null} while it can.
+     */
+    private String unusable;
 
     /** A queue pair of this transport, found by the slot in its work-request ids. */
     abstract static class Connection {
@@ -162,6 +174,8 @@ final class VerbsTransport implements Transport {
         }
         RANDOM.nextBytes(token);
         List<AutoCloseable> opened = new ArrayList<>();
+        asyncEvents = domain.subscribe();
+        opened.add(() -> domain.unsubscribe(asyncEvents));
         try {
             Verbs.Device device = domain.device();
             channel = device.createCompletionChannel();
@@ -377,6 +391,9 @@ final class VerbsTransport implements Transport {
     @Override
     public TransportEndpoint connect(PayloadReader peer, EndpointEvents events) {
         ensureOpen();
+        if (unusable != null) {
+            throw new ConduitException("verbs: this worker cannot connect: " + unusable);
+        }
         WireFormat.Address a = WireFormat.Address.decode(peer);
         boolean ethernet = domain.linkLayer() == VerbsAbi.IBV_LINK_LAYER_ETHERNET;
         if (ethernet != (a.linkLayer() == VerbsAbi.IBV_LINK_LAYER_ETHERNET)) {
@@ -434,6 +451,7 @@ final class VerbsTransport implements Transport {
         if (toDrop.isEmpty()) {
             return 0;
         }
+        readAsyncEventsAfterAFailure();
         int n = toDrop.size();
         List<Inbound> dropping = List.copyOf(toDrop);
         toDrop.clear();
@@ -513,10 +531,20 @@ final class VerbsTransport implements Transport {
         return events;
     }
 
-    /** Reads every wire-up connection for its end of stream (a closed or dead peer) or its error (a silent host, by keepalive). */
+    /**
+     * Reads the device's asynchronous events, then every wire-up connection for its end of stream
+     * (a closed or dead peer) or its error (a silent host, by keepalive). The events first: a
+     * queue pair, port or device that failed is the cause of what follows from it (the peer's end
+     * of stream, a retry error), and the endpoint's failure names the first cause it is given.
+     */
     private int checkLiveness(long now) {
         int events = 0;
         Throwable failure = null;
+        try {
+            events += handleAsyncEvents();
+        } catch (RuntimeException | Error e) {
+            failure = e;
+        }
         for (Inbound in : List.copyOf(inbounds)) {
             if (in.peerGone()) {
                 // Messages sent before the peer closed are on the receive queue already: deliver them first, all of them,
@@ -544,6 +572,110 @@ final class VerbsTransport implements Transport {
             events += e.checkPeer(now);
         }
         rethrow(failure);
+        return events;
+    }
+
+    /**
+     * Acts on the device's asynchronous events (UCX's ib device async handler does the same): a
+     * queue pair in error fails its endpoint or drops its inbound connection; the port in use going
+     * down fails every connection; a device failure or an error of this transport's completion
+     * queues fails every connection and every later {@code connect}. Events of queue pairs and
+     * queues of another transport of the device, of another port, and the informational ones
+     * ({@code IBV_EVENT_COMM_EST}, {@code IBV_EVENT_PORT_ACTIVE}, {@code IBV_EVENT_LID_CHANGE}, …) fail
+     * nothing; they are logged at DEBUG.
+     */
+    private int handleAsyncEvents() {
+        domain.takeAsyncEvents();
+        int events = 0;
+        for (Verbs.AsyncEvent event; (event = asyncEvents.poll()) != null; ) {
+            events += onAsyncEvent(event);
+        }
+        return events;
+    }
+
+    private int onAsyncEvent(Verbs.AsyncEvent event) {
+        String name = VerbsAbi.eventType(event.type());
+        String device = "device " + domain.deviceName();
+        switch (event.type()) {
+            case VerbsAbi.IBV_EVENT_QP_FATAL, VerbsAbi.IBV_EVENT_QP_REQ_ERR, VerbsAbi.IBV_EVENT_QP_ACCESS_ERR -> {
+                if (event.queuePair() == null) {
+                    break;
+                }
+                adoptInbounds();
+                String why = name + " on the queue pair to it (qp " + event.queuePair().number() + " on " + device + " port " + domain.port()
+                        + "): " + queuePairError(event.type()) + "; the queue pair is in the error state and the connection is lost: "
+                        + "connect again (if it repeats, see dmesg and the port's error counters: ethtool -S on RoCE, perfquery on InfiniBand)";
+                for (VerbsEndpoint e : endpoints) {
+                    if (e.queuePair() == event.queuePair()) {
+                        return e.failBy(why);
+                    }
+                }
+                for (Inbound in : inbounds) {
+                    if (in.queuePair() == event.queuePair()) {
+                        logger.log(System.Logger.Level.WARNING, () -> "verbs: dropped the inbound connection from " + in.describePeer() + ": "
+                                + why.replace("to it", "from it"));
+                        in.breakDown();
+                        return 1;
+                    }
+                }
+                return 0;
+            }
+            case VerbsAbi.IBV_EVENT_PORT_ERR -> {
+                if (event.port() != domain.port()) {
+                    break;
+                }
+                return failEveryConnection(name + " on port " + event.port() + " of " + device + ", which this worker's connections use: "
+                        + "its link went down (a cable, the switch, or on InfiniBand the subnet manager; see ibstat or ip link); a "
+                        + "connection is not kept across it (docs/decisions.md): connect again once the port is ACTIVE");
+            }
+            case VerbsAbi.IBV_EVENT_DEVICE_FATAL -> {
+                unusable = name + " on " + device + ": the adapter stopped (a firmware or hardware error, or the device was removed; "
+                        + "see dmesg), and nothing opened on it works any more: close this worker and open a new one, which opens the "
+                        + "device again";
+                return failEveryConnection(unusable);
+            }
+            case VerbsAbi.IBV_EVENT_CQ_ERR -> {
+                String queue = event.completionQueue() == sendQueue ? "send" : event.completionQueue() == receiveQueue ? "receive" : null;
+                if (queue == null) {
+                    break;
+                }
+                unusable = name + " on the " + queue + " completion queue of this worker on " + device + ": it overran or failed and "
+                        + "takes no more completions, so none of its connections can complete work (see dmesg): close this worker "
+                        + "and open a new one";
+                return failEveryConnection(unusable);
+            }
+            default -> {
+            }
+        }
+        logger.log(System.Logger.Level.DEBUG, () -> "verbs: " + device + ": asynchronous event " + event + " (nothing of this worker fails)");
+        return 0;
+    }
+
+    /** What an {@code IBV_EVENT_QP_*} error means, in the InfiniBand specification's words. */
+    private static String queuePairError(int type) {
+        return switch (type) {
+            case VerbsAbi.IBV_EVENT_QP_FATAL -> "the adapter met an error it could not report in a completion (a local work queue "
+                    + "catastrophic error)";
+            case VerbsAbi.IBV_EVENT_QP_REQ_ERR -> "as a responder it received a request it found invalid (an invalid request local work "
+                    + "queue error: the peer broke the transport protocol)";
+            default -> "as a responder it refused a request for its access rights or keys (a local access violation work queue error)";
+        };
+    }
+
+    /** Fails every endpoint with {@code why} and drops every inbound connection, naming it. */
+    private int failEveryConnection(String why) {
+        int events = 0;
+        for (VerbsEndpoint e : List.copyOf(endpoints)) {
+            events += e.failBy(why);
+        }
+        adoptInbounds();
+        for (Inbound in : List.copyOf(inbounds)) {
+            if (in.delivers()) {
+                logger.log(System.Logger.Level.WARNING, () -> "verbs: dropped the inbound connection from " + in.describePeer() + ": " + why);
+                in.breakDown();
+                events++;
+            }
+        }
         return events;
     }
 
@@ -601,6 +733,19 @@ final class VerbsTransport implements Transport {
         rethrow(failure);
     }
 
+    /**
+     * Reads the device's asynchronous events before a failed connection is reported or dropped: a
+     * completion error (a flushed receive or send) may follow from a queue pair, port or device event
+     * already queued, which then names the cause. Failures are rare, so this is off the data path.
+     */
+    private void readAsyncEventsAfterAFailure() {
+        try {
+            handleAsyncEvents();
+        } catch (RuntimeException e) {
+            // The events cannot be read: the next liveness check throws that, in its own right.
+        }
+    }
+
     void failed(VerbsEndpoint endpoint) {
         toReport.add(endpoint);
     }
@@ -609,6 +754,7 @@ final class VerbsTransport implements Transport {
         if (toReport.isEmpty()) {
             return 0;
         }
+        readAsyncEventsAfterAFailure();
         int n = toReport.size();
         for (VerbsEndpoint e : List.copyOf(toReport)) {
             e.report();
@@ -757,6 +903,7 @@ final class VerbsTransport implements Transport {
                 failure = add(failure, new ConduitException("verbs: closing " + c + " failed: " + ex.getMessage(), ex));
             }
         }
+        domain.unsubscribe(asyncEvents);
         try {
             holder.release(domain);
         } catch (RuntimeException | Error ex) {

@@ -97,6 +97,11 @@ final class FakeVerbs implements Verbs {
             }
 
             @Override
+            public AsyncEvent takeAsyncEvent() {
+                return null;
+            }
+
+            @Override
             public void close() {
                 closed.add(name);
             }

@@ -53,6 +53,12 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *   <li>on request, {@code ibv_poll_cq} of one completion queue fails: every poll once the device is in
  *       error ({@link #failPollsAfter}), or one poll with an {@link Error} out of the call
  *       ({@link #throwFromNextPoll}).</li>
+ *   <li>on request, an asynchronous event of the device ({@link #raise}, {@link #raisePortEvent},
+ *       {@link #raiseCompletionQueueEvent}); a queue pair error event puts the queue pair in the
+ *       error state first, as the adapter does. {@code takeAsyncEvent} reports one and acknowledges
+ *       it as {@code ibv_get_async_event} and {@code ibv_ack_async_event} do; {@code ibv_destroy_qp}
+ *       of a queue pair with an event reported and not acknowledged is refused, where the library
+ *       would wait for ever, and drops its events not yet reported, as the kernel does;</li>
  *   <li>on request, the completions of one completion queue come late ({@link #delayCompletions}): a
  *       work request still acts at once (a write lands), but its completion reaches the queue
  *       only at {@link #completeDelayed}, as a device's comes after the peer's acknowledgement.</li>
@@ -91,6 +97,9 @@ final class LoopbackVerbs implements Verbs {
     /** The completion queue whose completions {@link #delayCompletions} holds back, or {@code null}. */
     private Cq delayedQueue;
     private final List<Wc> delayed = new ArrayList<>();
+    /** The devices open, each with its own queue of asynchronous events, as each context has. */
+    private final List<LoopDevice> devices = new ArrayList<>();
+    private int asyncEventsTaken;
 
     LoopbackVerbs(int atomicCap) {
         this(atomicCap, 1 << 20);
@@ -117,7 +126,11 @@ final class LoopbackVerbs implements Verbs {
         if (!name.equals("loop0")) {
             throw new IllegalArgumentException("no RDMA device named '" + name + "' in the loopback simulation");
         }
-        return new LoopDevice();
+        synchronized (this) {
+            LoopDevice device = new LoopDevice();
+            devices.add(device);
+            return device;
+        }
     }
 
     /** Completions that found their queue full, for checks. */
@@ -219,6 +232,44 @@ final class LoopbackVerbs implements Verbs {
         }
     }
 
+    /**
+     * Raises asynchronous event {@code type} ({@code IBV_EVENT_QP_*}, {@code IBV_EVENT_COMM_EST}, …) on
+     * {@code queuePair}; an error event ({@code IBV_EVENT_QP_FATAL}, {@code _REQ_ERR}, {@code _ACCESS_ERR})
+     * puts it in the error state first, flushing its receives, as the adapter does.
+     */
+    synchronized void raise(int type, QueuePair queuePair) {
+        Qp qp = (Qp) queuePair;
+        if (type == IBV_EVENT_QP_FATAL || type == IBV_EVENT_QP_REQ_ERR || type == IBV_EVENT_QP_ACCESS_ERR) {
+            qp.toError();
+        }
+        qp.pd.device.asyncEvents.add(new AsyncEvent(type, qp, null, 0));
+    }
+
+    /**
+     * Raises asynchronous event {@code type} ({@code IBV_EVENT_PORT_ERR}, {@code IBV_EVENT_DEVICE_FATAL}, …) on {@code port},
+     * for every context open: the device's events reach each of its contexts.
+     */
+    synchronized void raisePortEvent(int type, int port) {
+        for (LoopDevice device : devices) {
+            device.asyncEvents.add(new AsyncEvent(type, null, null, port));
+        }
+    }
+
+    /** Raises {@code IBV_EVENT_CQ_ERR} on {@code queue}. */
+    synchronized void raiseCompletionQueueEvent(CompletionQueue queue) {
+        ((Cq) queue).device.asyncEvents.add(new AsyncEvent(IBV_EVENT_CQ_ERR, null, queue, 0));
+    }
+
+    /** Asynchronous events raised and not taken yet. */
+    synchronized int pendingAsyncEvents() {
+        return devices.stream().mapToInt(d -> d.asyncEvents.size()).sum();
+    }
+
+    /** Asynchronous events taken (and acknowledged) so far. */
+    synchronized int asyncEventsTaken() {
+        return asyncEventsTaken;
+    }
+
     /** Destroys the queue pairs and regions that failed to go, as the kernel does when the process exits. */
     synchronized void reclaimLeftovers() {
         leftovers.forEach(Runnable::run);
@@ -249,6 +300,8 @@ final class LoopbackVerbs implements Verbs {
     }
 
     private final class LoopDevice implements Device {
+        final ArrayDeque<AsyncEvent> asyncEvents = new ArrayDeque<>();
+
         @Override
         public DeviceAttributes attributes() {
             return new DeviceAttributes("loopback", 1L, 0, 0, 1024, maxCqe, 1L << 40, atomicCap, 1);
@@ -266,7 +319,7 @@ final class LoopbackVerbs implements Verbs {
 
         @Override
         public ProtectionDomain allocateProtectionDomain() {
-            Pd pd = new Pd();
+            Pd pd = new Pd(this);
             opened(pd.toString());
             return pd;
         }
@@ -283,17 +336,43 @@ final class LoopbackVerbs implements Verbs {
             if (entries < 1 || entries > maxCqe) {
                 throw new ErrnoException("ibv_create_cq", Errno.EINVAL, "loop0", "loop0, " + entries + " (max_cqe " + maxCqe + ")");
             }
-            Cq cq = new Cq((Channel) channel, entries);
+            Cq cq = new Cq(this, (Channel) channel, entries);
             opened(cq.toString());
             return cq;
         }
 
+        /** {@code ibv_get_async_event} (the event is reported: counted on its queue pair), then {@code ibv_ack_async_event}. */
+        @Override
+        public AsyncEvent takeAsyncEvent() {
+            synchronized (LoopbackVerbs.this) {
+                AsyncEvent event = asyncEvents.poll();
+                if (event == null) {
+                    return null;
+                }
+                asyncEventsTaken++;
+                if (event.queuePair() instanceof Qp qp) {
+                    qp.eventsReported++;
+                    qp.eventsAcknowledged++;
+                }
+                return event;
+            }
+        }
+
         @Override
         public void close() {
+            synchronized (LoopbackVerbs.this) {
+                devices.remove(this);
+            }
         }
     }
 
     private final class Pd implements ProtectionDomain {
+        final LoopDevice device;
+
+        Pd(LoopDevice device) {
+            this.device = device;
+        }
+
         @Override
         public MemoryRegion register(MemorySegment memory, int access) {
             if (!memory.isNative()) {
@@ -409,12 +488,14 @@ final class LoopbackVerbs implements Verbs {
     }
 
     private final class Cq implements CompletionQueue {
+        final LoopDevice device;
         final Channel channel;
         final int capacity;
         final ArrayDeque<Wc> entries = new ArrayDeque<>();
         boolean armed;
 
-        Cq(Channel channel, int capacity) {
+        Cq(LoopDevice device, Channel channel, int capacity) {
+            this.device = device;
             this.channel = channel;
             this.capacity = capacity;
         }
@@ -481,6 +562,8 @@ final class LoopbackVerbs implements Verbs {
         int state = IBV_QPS_RESET;
         int access;
         int destination;
+        int eventsReported;
+        int eventsAcknowledged;
 
         Qp(Pd pd, Cq sendQueue, Cq receiveQueue, int number) {
             this.pd = pd;
@@ -643,6 +726,10 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public void close() {
             synchronized (LoopbackVerbs.this) {
+                if (eventsReported != eventsAcknowledged) {
+                    throw new IllegalStateException("ibv_destroy_qp(loop0 qp " + number + ") would wait for ever: " + eventsReported
+                            + " asynchronous events reported, " + eventsAcknowledged + " acknowledged");
+                }
                 try {
                     maybeFail("ibv_destroy_qp", "loop0 qp " + number);
                 } catch (ErrnoException e) {
@@ -654,6 +741,7 @@ final class LoopbackVerbs implements Verbs {
         }
 
         private void destroy() {
+            pd.device.asyncEvents.removeIf(e -> e.queuePair() == this);
             queuePairs.remove(number);
             open.remove(toString());
         }

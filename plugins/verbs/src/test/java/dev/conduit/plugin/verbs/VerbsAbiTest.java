@@ -71,8 +71,8 @@ class VerbsAbiTest {
             }
         }
         assertThat(mismatches).as("Java layout vs C header").isEmpty();
-        // 19 structs; 63 members of the probe's three, 140 (nested ones included) of the data path's
-        assertThat(checked).as("sizes and offsets compared").isEqualTo(19 + 2 * (63 + 140));
+        // 20 structs; 63 members of the probe's three, 140 (nested ones included) of the data path's, 5 of the async event's
+        assertThat(checked).as("sizes and offsets compared").isEqualTo(20 + 2 * (63 + 140 + 5));
     }
 
     @Test
@@ -99,7 +99,7 @@ class VerbsAbiTest {
             }
         }
         assertThat(mismatches).as("Java constant vs C header").isEmpty();
-        assertThat(checked).as("constants compared").isEqualTo(18 + 38);
+        assertThat(checked).as("constants compared").isEqualTo(18 + 38 + 20);
     }
 
     /**
@@ -121,6 +121,30 @@ class VerbsAbiTest {
             }
         }
         assertThat(mismatches).as("statuses whose words do not start with their C name and a meaning").isEmpty();
+    }
+
+    /**
+     * Every asynchronous event type of the header has its C name in what the transport logs and
+     * fails endpoints with, and the element {@link FfmVerbs} reads for it is the one
+     * {@code ibv_get_async_event} fills: the events the header has and the plugin does not know
+     * of would read "IBV_EVENT 20".
+     */
+    @Test
+    void everyAsyncEventTypeOfTheHeaderIsNamed() {
+        List<String> types = c.keySet().stream().filter(k -> k.startsWith("eventtype.")).sorted().toList();
+        assertThat(types).as("event types printed by verbs_abi.c").hasSize(20);
+        List<String> mismatches = new ArrayList<>();
+        for (String key : types) {
+            String name = key.substring("eventtype.".length());
+            String words = VerbsAbi.eventType(Integer.parseInt(c.get(key)));
+            if (!words.equals(name)) {
+                mismatches.add(name + " = " + c.get(key) + ": \"" + words + "\"");
+            }
+        }
+        assertThat(mismatches).as("event types whose name is not their C name").isEmpty();
+        assertThat(VerbsAbi.isQueuePairEvent(VerbsAbi.IBV_EVENT_QP_LAST_WQE_REACHED)).isTrue();
+        assertThat(VerbsAbi.isPortEvent(VerbsAbi.IBV_EVENT_PORT_ERR)).isTrue();
+        assertThat(VerbsAbi.isQueuePairEvent(VerbsAbi.IBV_EVENT_CQ_ERR) || VerbsAbi.isPortEvent(VerbsAbi.IBV_EVENT_CQ_ERR)).isFalse();
     }
 
     /**

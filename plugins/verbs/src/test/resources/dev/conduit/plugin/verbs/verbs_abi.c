@@ -9,6 +9,7 @@
     printf("offsetof.%s.%s %zu\nsizeof.%s.%s %zu\n", name, #field, offsetof(type, field), name, #field, sizeof(((type *) 0)->field))
 #define CONST(c) printf("const.%s %ld\n", #c, (long) (c))
 #define WC_STATUS(c) printf("wcstatus.%s %ld\n", #c, (long) (c))
+#define EVENT_TYPE(c) printf("eventtype.%s %ld\n", #c, (long) (c))
 
 int main(void) {
     SIZE(struct ibv_device_attr, "ibv_device_attr");
@@ -309,6 +310,53 @@ int main(void) {
     CONST(IBV_WC_RETRY_EXC_ERR);
     CONST(IBV_WC_RNR_RETRY_EXC_ERR);
     CONST(IBV_WC_RECV);
+    SIZE(struct ibv_async_event, "ibv_async_event");
+    FIELD(struct ibv_async_event, "ibv_async_event", element);
+    FIELD(struct ibv_async_event, "ibv_async_event", element.cq);
+    FIELD(struct ibv_async_event, "ibv_async_event", element.qp);
+    FIELD(struct ibv_async_event, "ibv_async_event", element.port_num);
+    FIELD(struct ibv_async_event, "ibv_async_event", event_type);
+    CONST(IBV_EVENT_CQ_ERR);
+    CONST(IBV_EVENT_QP_FATAL);
+    CONST(IBV_EVENT_QP_REQ_ERR);
+    CONST(IBV_EVENT_QP_ACCESS_ERR);
+    CONST(IBV_EVENT_COMM_EST);
+    CONST(IBV_EVENT_SQ_DRAINED);
+    CONST(IBV_EVENT_PATH_MIG);
+    CONST(IBV_EVENT_PATH_MIG_ERR);
+    CONST(IBV_EVENT_DEVICE_FATAL);
+    CONST(IBV_EVENT_PORT_ACTIVE);
+    CONST(IBV_EVENT_PORT_ERR);
+    CONST(IBV_EVENT_LID_CHANGE);
+    CONST(IBV_EVENT_PKEY_CHANGE);
+    CONST(IBV_EVENT_SM_CHANGE);
+    CONST(IBV_EVENT_SRQ_ERR);
+    CONST(IBV_EVENT_SRQ_LIMIT_REACHED);
+    CONST(IBV_EVENT_QP_LAST_WQE_REACHED);
+    CONST(IBV_EVENT_CLIENT_REREGISTER);
+    CONST(IBV_EVENT_GID_CHANGE);
+    CONST(IBV_EVENT_WQ_FATAL);
+    /* Every enum ibv_event_type value, for the names VerbsAbi.eventType gives each. */
+    EVENT_TYPE(IBV_EVENT_CQ_ERR);
+    EVENT_TYPE(IBV_EVENT_QP_FATAL);
+    EVENT_TYPE(IBV_EVENT_QP_REQ_ERR);
+    EVENT_TYPE(IBV_EVENT_QP_ACCESS_ERR);
+    EVENT_TYPE(IBV_EVENT_COMM_EST);
+    EVENT_TYPE(IBV_EVENT_SQ_DRAINED);
+    EVENT_TYPE(IBV_EVENT_PATH_MIG);
+    EVENT_TYPE(IBV_EVENT_PATH_MIG_ERR);
+    EVENT_TYPE(IBV_EVENT_DEVICE_FATAL);
+    EVENT_TYPE(IBV_EVENT_PORT_ACTIVE);
+    EVENT_TYPE(IBV_EVENT_PORT_ERR);
+    EVENT_TYPE(IBV_EVENT_LID_CHANGE);
+    EVENT_TYPE(IBV_EVENT_PKEY_CHANGE);
+    EVENT_TYPE(IBV_EVENT_SM_CHANGE);
+    EVENT_TYPE(IBV_EVENT_SRQ_ERR);
+    EVENT_TYPE(IBV_EVENT_SRQ_LIMIT_REACHED);
+    EVENT_TYPE(IBV_EVENT_QP_LAST_WQE_REACHED);
+    EVENT_TYPE(IBV_EVENT_CLIENT_REREGISTER);
+    EVENT_TYPE(IBV_EVENT_GID_CHANGE);
+    EVENT_TYPE(IBV_EVENT_WQ_FATAL);
     /* Every enum ibv_wc_status value, for the words Completion.status gives each. */
     WC_STATUS(IBV_WC_SUCCESS);
     WC_STATUS(IBV_WC_LOC_LEN_ERR);

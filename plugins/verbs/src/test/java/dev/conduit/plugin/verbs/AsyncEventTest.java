@@ -1,0 +1,201 @@
+package dev.conduit.plugin.verbs;
+
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.TransportEndpoint;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+import static dev.conduit.plugin.verbs.TestWorker.progressUntil;
+import static dev.conduit.plugin.verbs.VerbsAbi.*;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * The device's asynchronous events ({@code ibv_get_async_event}) as the transport acts on them,
+ * raised on {@link LoopbackVerbs}: <b>a simulation of a device, not a device</b>. A queue pair in
+ * error fails its endpoint naming the event, the port in use going down or the device failing fails
+ * every connection, informational events fail nothing, and every event taken is acknowledged (the
+ * simulation refuses to destroy a queue pair with an event that is not, where the library would
+ * wait for ever: the closes after each test would throw).
+ */
+class AsyncEventTest {
+
+    private final List<AutoCloseable> closing = new ArrayList<>();
+    private final LoopbackVerbs verbs = new LoopbackVerbs(IBV_ATOMIC_HCA);
+
+    private TestWorker peer(String... keyValues) {
+        TestWorker p = new TestWorker(verbs, keyValues);
+        closing.add(p);
+        return p;
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : closing.reversed()) {
+            c.close();
+        }
+        assertThat(verbs.openObjects()).as("queue pairs, regions, queues and channels left open").isZero();
+    }
+
+    private static MemorySegment bytes(String s) {
+        return MemorySegment.ofArray(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static TransportEndpoint connected(TransportEndpoint e, TestWorker... progress) {
+        progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), progress);
+        return e;
+    }
+
+    private static void delivered(TransportEndpoint e, TestWorker to, TestWorker... progress) {
+        int before = to.received.size();
+        progressUntil(() -> e.trySend(1, MemorySegment.NULL, bytes("m")), progress);
+        progressUntil(() -> to.received.size() == before + 1, progress);
+    }
+
+    @Test
+    void aQueuePairFatalEventFailsExactlyThatEndpointNamingTheEvent() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TestWorker c = peer();
+        TransportEndpoint toB = connected(a.connect(b), a, b);
+        TransportEndpoint toC = connected(a.connect(c), a, c);
+        verbs.raise(IBV_EVENT_QP_FATAL, ((VerbsEndpoint) toB).queuePair());
+        progressUntil(() -> !a.failures.isEmpty(), a);
+        assertThat(a.failures).singleElement().satisfies(f -> assertThat(f.getMessage())
+                .startsWith("verbs: peer 127.0.0.1:")
+                .contains(": IBV_EVENT_QP_FATAL on the queue pair to it (qp " + ((VerbsEndpoint) toB).queuePair().number()
+                        + " on device loop0 port 1): the adapter met an error it could not report in a completion")
+                .contains("connect again"));
+        assertThatThrownBy(() -> toB.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("IBV_EVENT_QP_FATAL");
+        delivered(toC, c, a, c);
+        assertThat(a.failures).as("the other endpoint is not failed").hasSize(1);
+        assertThat(verbs.pendingAsyncEvents()).isZero();
+    }
+
+    /**
+     * The queue pair's error shows first as a completion (a SEND flushed), polled before the
+     * liveness look reads the event: the failure names the event all the same, and what was seen
+     * first after it.
+     */
+    @Test
+    void anEndpointFailedByACompletionTheEventCausedIsReportedWithTheEvent() {
+        TestWorker a = peer("verbs.liveness.interval", "1h");
+        TestWorker b = peer("verbs.liveness.interval", "1h");
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        verbs.raise(IBV_EVENT_QP_ACCESS_ERR, ((VerbsEndpoint) e).queuePair());
+        assertThat(e.trySend(1, MemorySegment.NULL, bytes("x"))).isTrue(); // posted; it completes flushed
+        progressUntil(() -> !a.failures.isEmpty(), a);
+        assertThat(a.failures.getFirst().getMessage()).contains(": IBV_EVENT_QP_ACCESS_ERR on the queue pair to it")
+                .contains("(first seen as: a work request failed: IBV_WC_WR_FLUSH_ERR");
+    }
+
+    @Test
+    void aQueuePairEventOnAnInboundConnectionDropsItNamingTheEventAndTellsTheSink() {
+        TestWorker a = peer();
+        dev.conduit.tck.RecordingLogger log = new dev.conduit.tck.RecordingLogger();
+        TestWorker b = new TestWorker(verbs, log);
+        closing.add(b);
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        delivered(e, b, a, b);
+        Inbound in = b.transport.inbounds().getFirst();
+        verbs.raise(IBV_EVENT_QP_REQ_ERR, in.queuePair());
+        progressUntil(() -> b.sendersClosed.size() == 1, b);
+        assertThat(b.sendersClosed).containsExactly(in.sender());
+        assertThat(b.transport.inbounds()).isEmpty();
+        assertThat(log.warnings()).singleElement().asString().startsWith("verbs: dropped the inbound connection from /127.0.0.1:")
+                .contains(": IBV_EVENT_QP_REQ_ERR on the queue pair from it (qp " + in.queuePair().number() + " on device loop0 port 1)");
+    }
+
+    @Test
+    void aPortErrorOnThePortInUseFailsEveryConnectionAndOnAnotherPortNone() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TestWorker c = peer();
+        TransportEndpoint toB = connected(a.connect(b), a, b);
+        TransportEndpoint toC = connected(a.connect(c), a, c);
+        verbs.raisePortEvent(IBV_EVENT_PORT_ERR, 2);
+        progressUntil(() -> verbs.pendingAsyncEvents() == 0, a, b, c);
+        delivered(toB, b, a, b);
+        assertThat(a.failures).as("a port this worker does not use").isEmpty();
+
+        verbs.raisePortEvent(IBV_EVENT_PORT_ERR, 1);
+        progressUntil(() -> a.failures.size() == 2 && b.sendersClosed.size() == 1 && c.sendersClosed.size() == 1, a, b, c);
+        assertThat(a.failures).allSatisfy(f -> assertThat(f.getMessage())
+                .contains(": IBV_EVENT_PORT_ERR on port 1 of device loop0, which this worker's connections use: its link went down")
+                .contains("connect again once the port is ACTIVE"));
+        assertThatThrownBy(() -> toC.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
+    }
+
+    @Test
+    void aDeviceFatalEventFailsEveryConnectionAndTheWorkerConnectsNoMore() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TestWorker c = peer();
+        connected(a.connect(b), a, b);
+        verbs.raisePortEvent(IBV_EVENT_DEVICE_FATAL, 0);
+        progressUntil(() -> a.failures.size() == 1 && b.sendersClosed.size() == 1, a, b, c);
+        assertThat(a.failures.getFirst().getMessage()).contains(": IBV_EVENT_DEVICE_FATAL on device loop0: the adapter stopped")
+                .contains("close this worker and open a new one, which opens the device again");
+        assertThatThrownBy(() -> a.connect(c)).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("verbs: this worker cannot connect: IBV_EVENT_DEVICE_FATAL on device loop0");
+    }
+
+    /** A new worker after a device failure opens the device again; the failed context is closed by its last user. */
+    @Test
+    void aDeviceContextThatFailedIsNotHandedToTheNextUser() {
+        VerbsDomain.Holder domains = new VerbsDomain.Holder(library -> verbs, VerbsDomain.SYSFS);
+        dev.conduit.tck.TestContext context = dev.conduit.tck.TestContext.of("verbs.wireup.address", "127.0.0.1");
+        VerbsDomain failed = domains.acquire(context.config(), context.logger());
+        assertThat(domains.acquire(context.config(), context.logger())).as("shared while it works").isSameAs(failed);
+        verbs.raisePortEvent(IBV_EVENT_DEVICE_FATAL, 0);
+        failed.takeAsyncEvents();
+        VerbsDomain reopened = domains.acquire(context.config(), context.logger());
+        assertThat(reopened).isNotSameAs(failed);
+        domains.release(failed);
+        domains.release(failed);
+        domains.release(reopened);
+        assertThat(verbs.openObjects()).as("both contexts' protection domains closed").isZero();
+    }
+
+    @Test
+    void aCompletionQueueErrorFailsEveryConnectionOfItsWorkerOnly() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint aToB = connected(a.connect(b), a, b);
+        connected(b.connect(a), a, b);
+        verbs.raiseCompletionQueueEvent(a.transport.sendQueue);
+        progressUntil(() -> a.failures.size() == 1 && a.sendersClosed.size() == 1, a, b);
+        assertThat(a.failures.getFirst().getMessage()).contains(": IBV_EVENT_CQ_ERR on the send completion queue of this worker on device loop0")
+                .contains("close this worker and open a new one");
+        assertThatThrownBy(() -> aToB.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
+        assertThat(b.failures).as("b's own queues are fine; its endpoint to a fails later, when a drops its side").allSatisfy(f ->
+                assertThat(f.getMessage()).doesNotContain("IBV_EVENT_CQ_ERR"));
+    }
+
+    @Test
+    void informationalEventsFailNothingAndAreAllTaken() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        Verbs.QueuePair qp = ((VerbsEndpoint) e).queuePair();
+        for (int type : new int[] {IBV_EVENT_COMM_EST, IBV_EVENT_SQ_DRAINED, IBV_EVENT_QP_LAST_WQE_REACHED, IBV_EVENT_PATH_MIG}) {
+            verbs.raise(type, qp);
+        }
+        for (int type : new int[] {IBV_EVENT_PORT_ACTIVE, IBV_EVENT_LID_CHANGE, IBV_EVENT_PKEY_CHANGE, IBV_EVENT_SM_CHANGE,
+                IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_GID_CHANGE}) {
+            verbs.raisePortEvent(type, 1);
+        }
+        progressUntil(() -> verbs.pendingAsyncEvents() == 0, a, b);
+        assertThat(verbs.asyncEventsTaken()).as("4 on a's queue pair, 6 on each of the two contexts").isEqualTo(4 + 2 * 6);
+        delivered(e, b, a, b);
+        assertThat(a.failures).isEmpty();
+        assertThat(b.sendersClosed).isEmpty();
+    }
+}
