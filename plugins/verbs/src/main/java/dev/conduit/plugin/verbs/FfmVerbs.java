@@ -320,7 +320,7 @@ final class FfmVerbs implements Verbs {
                         attr.get(JAVA_INT, PORT_ACTIVE_MTU), attr.get(JAVA_INT, PORT_GID_TBL_LEN),
                         Short.toUnsignedInt(attr.get(JAVA_SHORT, PORT_LID)),
                         Byte.toUnsignedInt(attr.get(JAVA_BYTE, PORT_PHYS_STATE)),
-                        Byte.toUnsignedInt(attr.get(JAVA_BYTE, PORT_LINK_LAYER)));
+                        Byte.toUnsignedInt(attr.get(JAVA_BYTE, PORT_LINK_LAYER)), Integer.toUnsignedLong(attr.get(JAVA_INT, PORT_MAX_MSG_SZ)));
             } catch (Throwable t) {
                 throw propagate(t);
             }

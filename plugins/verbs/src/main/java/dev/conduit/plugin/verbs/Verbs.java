@@ -212,9 +212,12 @@ interface Verbs {
                             long maxMrSize, int atomicCap, int physicalPorts) {
     }
 
-    /** The fields of {@code struct ibv_port_attr} the plugin reports. */
+    /**
+     * The fields of {@code struct ibv_port_attr} the plugin reports and checks: {@code maxMessageSize}
+     * is {@code max_msg_sz}, the most bytes one work request moves on the port (unsigned).
+     */
     record PortAttributes(int state, int maxMtu, int activeMtu, int gidTableLength, int lid, int physicalState,
-                          int linkLayer) {
+                          int linkLayer, long maxMessageSize) {
 
         boolean isActive() {
             return state == VerbsAbi.IBV_PORT_ACTIVE;

@@ -181,6 +181,7 @@ final class VerbsAbi {
 
     // enum ibv_wc_status, enum ibv_wc_opcode
     static final int IBV_WC_SUCCESS = 0;
+    static final int IBV_WC_LOC_LEN_ERR = 1;
     static final int IBV_WC_LOC_PROT_ERR = 4;
     static final int IBV_WC_WR_FLUSH_ERR = 5;
     static final int IBV_WC_REM_ACCESS_ERR = 10;
@@ -346,6 +347,7 @@ final class VerbsAbi {
     static final long PORT_MAX_MTU = offset(IBV_PORT_ATTR, "max_mtu");
     static final long PORT_ACTIVE_MTU = offset(IBV_PORT_ATTR, "active_mtu");
     static final long PORT_GID_TBL_LEN = offset(IBV_PORT_ATTR, "gid_tbl_len");
+    static final long PORT_MAX_MSG_SZ = offset(IBV_PORT_ATTR, "max_msg_sz");
     static final long PORT_LID = offset(IBV_PORT_ATTR, "lid");
     static final long PORT_PHYS_STATE = offset(IBV_PORT_ATTR, "phys_state");
     static final long PORT_LINK_LAYER = offset(IBV_PORT_ATTR, "link_layer");

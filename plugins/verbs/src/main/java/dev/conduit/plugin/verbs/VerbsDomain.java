@@ -301,6 +301,11 @@ final class VerbsDomain {
         return portAttributes.linkLayer();
     }
 
+    /** The port's {@code max_msg_sz}: the most bytes one work request moves. */
+    long maxMessageSize() {
+        return portAttributes.maxMessageSize();
+    }
+
     /** Whether the device does RDMA atomics ({@code atomic_cap} not {@code IBV_ATOMIC_NONE}). */
     boolean atomics() {
         return deviceAttributes.atomicCap() != VerbsAbi.IBV_ATOMIC_NONE;

@@ -172,6 +172,14 @@ final class VerbsTransport implements Transport {
                     + ConfigKey.durationText(Keepalive.LONGEST) + " (36 h 24 min 28 s) instead. Set it to at most "
                     + ConfigKey.durationText(Keepalive.LONGEST) + " to silence this warning");
         }
+        if (bufferSize > domain.maxMessageSize()) {
+            // Every SEND, RDMA WRITE and READ moves up to one buffer: past max_msg_sz the adapter fails each such work request
+            // (IBV_WC_LOC_LEN_ERR) and with it the connection, which names neither the key nor the limit.
+            throw new ConduitException("verbs: " + VerbsConfig.BUFFER_SIZE.nameAndVariable() + " is " + bufferSize + " bytes, more than port "
+                    + domain.port() + " of device " + domain.deviceName() + " moves in one work request (max_msg_sz " + domain.maxMessageSize()
+                    + " bytes): set it to at most " + domain.maxMessageSize() / VerbsConfig.BUFFER_ALIGNMENT * VerbsConfig.BUFFER_ALIGNMENT
+                    + " bytes");
+        }
         RANDOM.nextBytes(token);
         List<AutoCloseable> opened = new ArrayList<>();
         asyncEvents = domain.subscribe();

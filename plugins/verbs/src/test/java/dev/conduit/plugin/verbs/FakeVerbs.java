@@ -36,7 +36,7 @@ final class FakeVerbs implements Verbs {
     }
 
     static PortAttributes port(int state, int linkLayer) {
-        return new PortAttributes(state, VerbsAbi.IBV_MTU_4096, VerbsAbi.IBV_MTU_1024, 2, 7, 5, linkLayer);
+        return new PortAttributes(state, VerbsAbi.IBV_MTU_4096, VerbsAbi.IBV_MTU_1024, 2, 7, 5, linkLayer, 1L << 30);
     }
 
     @Override

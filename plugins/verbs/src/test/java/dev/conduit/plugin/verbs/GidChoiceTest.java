@@ -37,7 +37,7 @@ class GidChoiceTest {
 
     private static Verbs.PortAttributes port() {
         return new Verbs.PortAttributes(VerbsAbi.IBV_PORT_ACTIVE, VerbsAbi.IBV_MTU_4096, VerbsAbi.IBV_MTU_1024, 4, 0, 5,
-                VerbsAbi.IBV_LINK_LAYER_ETHERNET);
+                VerbsAbi.IBV_LINK_LAYER_ETHERNET, 1L << 30);
     }
 
     private void types(String... types) throws IOException {

@@ -888,6 +888,25 @@ class LoopbackTransportTest {
         }
     }
 
+    /**
+     * Every SEND, RDMA WRITE and READ moves up to one buffer. A buffer larger than the port's
+     * {@code max_msg_sz} failed the first message that filled it (a SEND of a full record) with
+     * {@code IBV_WC_LOC_LEN_ERR}, naming neither the key nor the limit: the transport refuses to open.
+     */
+    @Test
+    void aBufferSizeAboveThePortsMaxMessageSizeIsRefusedAtOpenNamingTheKeyAndTheLimit() {
+        verbs.maxMessageSize(4L << 20);
+        assertThatThrownBy(() -> peer("verbs.buffer.size", "8m")).isInstanceOf(ConduitException.class)
+                .hasMessage("verbs: verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE) is 8388608 bytes, more than port 1 of device loop0 "
+                        + "moves in one work request (max_msg_sz 4194304 bytes): set it to at most 4194304 bytes");
+        TestWorker a = peer("verbs.buffer.size", "4m", "verbs.send.buffers", "2");
+        TestWorker b = peer("verbs.buffer.size", "4m", "verbs.receive.buffers", "2");
+        TransportEndpoint e = a.connect(b);
+        send(e, 1, MemorySegment.NULL, MemorySegment.ofArray(new byte[(4 << 20) - Records.HEADER - Records.MAX_MESSAGE_HEADER]), a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+        assertThat(a.failures).isEmpty();
+    }
+
     @Test
     void aBufferSizeThatIsNotAMultipleOf64IsRefusedNamingTheKeyAndTheRemedy() {
         // 4100: the second buffer's record would start at 4100 and its 8-byte total sit at 4116, not 8-byte aligned.

@@ -53,6 +53,8 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *   <li>on request, {@code ibv_poll_cq} of one completion queue fails: every poll once the device is in
  *       error ({@link #failPollsAfter}), or one poll with an {@link Error} out of the call
  *       ({@link #throwFromNextPoll}).</li>
+ *   <li>a work request longer than the port's {@code max_msg_sz} ({@link #maxMessageSize}) fails
+ *       with {@code IBV_WC_LOC_LEN_ERR}, as an adapter fails it;</li>
  *   <li>on request, an asynchronous event of the device ({@link #raise}, {@link #raisePortEvent},
  *       {@link #raiseCompletionQueueEvent}); a queue pair error event puts the queue pair in the
  *       error state first, as the adapter does. {@code takeAsyncEvent} reports one and acknowledges
@@ -100,6 +102,8 @@ final class LoopbackVerbs implements Verbs {
     /** The devices open, each with its own queue of asynchronous events, as each context has. */
     private final List<LoopDevice> devices = new ArrayList<>();
     private int asyncEventsTaken;
+    /** The port's {@code max_msg_sz}: 2 GiB, as mlx4, rxe and most providers report. */
+    private long maxMessageSize = 1L << 31;
 
     LoopbackVerbs(int atomicCap) {
         this(atomicCap, 1 << 20);
@@ -260,6 +264,11 @@ final class LoopbackVerbs implements Verbs {
         ((Cq) queue).device.asyncEvents.add(new AsyncEvent(IBV_EVENT_CQ_ERR, null, queue, 0));
     }
 
+    /** Makes the port's {@code max_msg_sz} {@code bytes}, for devices opened from now on and the work requests of all. */
+    synchronized void maxMessageSize(long bytes) {
+        maxMessageSize = bytes;
+    }
+
     /** Asynchronous events raised and not taken yet. */
     synchronized int pendingAsyncEvents() {
         return devices.stream().mapToInt(d -> d.asyncEvents.size()).sum();
@@ -309,7 +318,9 @@ final class LoopbackVerbs implements Verbs {
 
         @Override
         public PortAttributes port(int port) {
-            return new PortAttributes(IBV_PORT_ACTIVE, IBV_MTU_4096, IBV_MTU_1024, 4, 0, 5, IBV_LINK_LAYER_ETHERNET);
+            synchronized (LoopbackVerbs.this) {
+                return new PortAttributes(IBV_PORT_ACTIVE, IBV_MTU_4096, IBV_MTU_1024, 4, 0, 5, IBV_LINK_LAYER_ETHERNET, maxMessageSize);
+            }
         }
 
         @Override
@@ -648,6 +659,10 @@ final class LoopbackVerbs implements Verbs {
                 }
                 if (state == IBV_QPS_ERR) {
                     sendQueue.add(new Wc(requestId, IBV_WC_WR_FLUSH_ERR, opcode, 0, number));
+                    return;
+                }
+                if (length > maxMessageSize) {
+                    fail(requestId, opcode, IBV_WC_LOC_LEN_ERR);
                     return;
                 }
                 Qp peer = queuePairs.get(destination);
