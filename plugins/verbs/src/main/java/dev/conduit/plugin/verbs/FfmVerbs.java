@@ -1,6 +1,9 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConduitException;
 
 import java.lang.foreign.Arena;
@@ -216,7 +219,7 @@ final class FfmVerbs implements Verbs {
         int asyncFd = reinterpret(context, IBV_CONTEXT.byteSize()).get(JAVA_INT, CONTEXT_ASYNC_FD);
         try {
             // The descriptor belongs to libibverbs (ibv_close_device closes it): wrapped to set its flags, never closed here.
-            dev.conduit.linux.Linux.libc().setNonBlocking(dev.conduit.linux.FileDescriptor.adopt(asyncFd, "async events of " + name), true);
+            Linux.libc().setNonBlocking(FileDescriptor.adopt(asyncFd, "async events of " + name), true);
         } catch (RuntimeException e) {
             try {
                 checked("ibv_close_device", name, closeDevice, context);
@@ -255,7 +258,7 @@ final class FfmVerbs implements Verbs {
 
     /** What to do when the device list cannot be read. */
     static String hintForDeviceList(int errno) {
-        if (errno == dev.conduit.linux.Errno.ENOSYS) {
+        if (errno == Errno.ENOSYS) {
             return "the kernel offers no RDMA verbs (/sys/class/infiniband_verbs is missing): load the driver of an RDMA "
                     + "adapter and ib_uverbs, or set up Soft-RoCE (modprobe rdma_rxe; rdma link add rxe0 type rxe netdev eth0)";
         }
@@ -379,7 +382,7 @@ final class FfmVerbs implements Verbs {
                 int fd = struct.get(JAVA_INT, COMP_CHANNEL_FD);
                 try {
                     // ibv_get_cq_event reads this descriptor: non-blocking, it returns EAGAIN instead of sleeping.
-                    dev.conduit.linux.Linux.libc().setNonBlocking(dev.conduit.linux.FileDescriptor.adopt(fd, "comp channel of " + name), true);
+                    Linux.libc().setNonBlocking(FileDescriptor.adopt(fd, "comp channel of " + name), true);
                 } catch (RuntimeException e) {
                     try {
                         checked("ibv_destroy_comp_channel", name, destroyCompChannel, struct);
@@ -420,7 +423,7 @@ final class FfmVerbs implements Verbs {
                 int rc = (int) getAsyncEvent.invokeExact(asyncCapture, context, asyncEvent);
                 if (rc != 0) {
                     int errno = errno(asyncCapture);
-                    if (errno == dev.conduit.linux.Errno.EAGAIN) {
+                    if (errno == Errno.EAGAIN) {
                         return null;
                     }
                     throw new ErrnoException("ibv_get_async_event", errno, name, name + ", &event",
@@ -656,7 +659,7 @@ final class FfmVerbs implements Verbs {
                 int rc = (int) getCqEvent.invokeExact(capture, channel, eventQueue, eventContext);
                 if (rc != 0) {
                     int errno = errno(capture);
-                    if (errno == dev.conduit.linux.Errno.EAGAIN) {
+                    if (errno == Errno.EAGAIN) {
                         return false;
                     }
                     throw new ErrnoException("ibv_get_cq_event", errno, device, device + " channel");

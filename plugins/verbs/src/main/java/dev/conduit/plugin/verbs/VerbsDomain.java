@@ -10,6 +10,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Function;
 
 /**
@@ -32,7 +35,7 @@ final class VerbsDomain {
     private final Verbs.ProtectionDomain outboundPd;
     private int users;
     /** The transports' queues of asynchronous events: the context has one event queue, which every transport of it needs. */
-    private final List<java.util.Queue<Verbs.AsyncEvent>> eventQueues = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<Queue<Verbs.AsyncEvent>> eventQueues = new CopyOnWriteArrayList<>();
     /** Why the device context can no longer be used ({@code IBV_EVENT_DEVICE_FATAL}), or {@code null}. */
     private volatile String fatal;
 
@@ -246,13 +249,13 @@ final class VerbsDomain {
     }
 
     /** A queue that {@link #takeAsyncEvents} fills with every asynchronous event of the device from now on, until {@link #unsubscribe}. */
-    java.util.Queue<Verbs.AsyncEvent> subscribe() {
-        java.util.Queue<Verbs.AsyncEvent> queue = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    Queue<Verbs.AsyncEvent> subscribe() {
+        Queue<Verbs.AsyncEvent> queue = new ConcurrentLinkedQueue<>();
         eventQueues.add(queue);
         return queue;
     }
 
-    void unsubscribe(java.util.Queue<Verbs.AsyncEvent> queue) {
+    void unsubscribe(Queue<Verbs.AsyncEvent> queue) {
         eventQueues.remove(queue);
     }
 
@@ -267,7 +270,7 @@ final class VerbsDomain {
             if (event.type() == VerbsAbi.IBV_EVENT_DEVICE_FATAL) {
                 fatal = VerbsAbi.eventType(event.type());
             }
-            for (java.util.Queue<Verbs.AsyncEvent> queue : eventQueues) {
+            for (Queue<Verbs.AsyncEvent> queue : eventQueues) {
                 queue.add(event);
             }
         }

@@ -27,6 +27,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Queue;
 
 /**
  * The verbs transport of one worker: reliable-connected queue pairs, one per connection, wired up
@@ -130,7 +131,7 @@ final class VerbsTransport implements Transport {
     private long lastLiveness = System.nanoTime();
     private boolean closed;
     /** The device's asynchronous events, as {@link VerbsDomain#takeAsyncEvents} hands them to this transport. */
-    private final java.util.Queue<Verbs.AsyncEvent> asyncEvents;
+    private final Queue<Verbs.AsyncEvent> asyncEvents;
     /**
      * Why this transport can connect no more ({@code IBV_EVENT_DEVICE_FATAL}, or {@code IBV_EVENT_CQ_ERR} on one of its
      * completion queues), with the remedy; {@code null} while it can.
