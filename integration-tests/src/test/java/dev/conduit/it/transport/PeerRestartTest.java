@@ -79,10 +79,14 @@ class PeerRestartTest {
                     PeerFailedException failure = awaitFailure(a, toFirst);
                     assertThat(failure).hasMessageContaining(plugin + ": peer worker died")
                             .hasMessageContaining("the last message sent on this endpoint was never read by it");
-                    Setup.waitUntil(() -> { // the check after the one that failed it releases what it kept
+                    // The check after the one that failed it releases what it kept, and hands the reclaim of B's files to the
+                    // mapping thread behind that unmap: the reclaim opens each lease of the directory for a moment to test its
+                    // lock, a descriptor of a Conduit file while it looks. A descriptor kept for good still fails the wait.
+                    Setup.waitUntil(() -> {
                         a.progress();
-                        return OpenResources.ofThisProcess().conduitMappings() == alone.conduitMappings();
-                    }, GUARD, () -> "A's mappings, the failed endpoint not closed, back to those of A alone: "
+                        OpenResources now = OpenResources.ofThisProcess();
+                        return now.conduitMappings() == alone.conduitMappings() && now.conduitFds() == alone.conduitFds();
+                    }, GUARD, () -> "A's mappings and descriptors, the failed endpoint not closed, back to those of A alone: "
                             + OpenResources.ofThisProcess().format() + ", alone: " + alone.format());
                     OpenResources failed = OpenResources.ofThisProcess();
                     assertThat(failed.conduitMappings()).as("A's mappings, the failed endpoint not closed: %s, alone: %s",
