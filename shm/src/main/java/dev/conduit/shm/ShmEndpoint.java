@@ -628,7 +628,7 @@ final class ShmEndpoint implements TransportEndpoint {
             } catch (RuntimeException e) {
                 if (e instanceof IllegalStateException && releasedMeanwhile()) throw e; // not a failed look: see checkPeer
                 transport.failedEndpointLeaseChecks.log(() -> transport.plugin() + ": could not check the peer of a failed connection: "
-                        + e.getMessage());
+                        + e.getMessage(), e);
             }
             return false;
         }
@@ -701,7 +701,7 @@ final class ShmEndpoint implements TransportEndpoint {
             release();
         } catch (RuntimeException e) {
             transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": could not release a connection to a peer "
-                    + "that is gone: " + e.getMessage());
+                    + "that is gone: " + e.getMessage(), e);
         }
     }
 

@@ -622,14 +622,19 @@ public final class ShmTransport implements Transport {
             try {
                 OwnerLease.reclaimDead(libc, dir, "conduit-" + leasePlugin);
             } catch (RuntimeException e) {
-                warnBestEffort(() -> "could not reclaim dead peers' files (conduit-" + leasePlugin + "-*) in " + dir + ": " + e.getMessage());
+                warnBestEffort(() -> "could not reclaim dead peers' files (conduit-" + leasePlugin + "-*) in " + dir + ": " + e.getMessage(), e);
             }
         }
     }
 
     /** A WARNING where a failure to log must cost nothing (inside a record's handler, it would cost the record). */
     private void warnBestEffort(java.util.function.Supplier<String> message) {
-        BestEffortLog.warn(context.logger(), message, null);
+        warnBestEffort(message, null);
+    }
+
+    /** {@link #warnBestEffort(java.util.function.Supplier)} of a failure, whose stack and causes the record carries. */
+    private void warnBestEffort(java.util.function.Supplier<String> message, Throwable failure) {
+        BestEffortLog.warn(context.logger(), message, failure);
     }
 
     @Override
@@ -1689,7 +1694,7 @@ public final class ShmTransport implements Transport {
         try {
             mapping.close();
         } catch (RuntimeException e) {
-            warnBestEffort(() -> plugin + ": could not unmap " + what + ": " + e.getMessage());
+            warnBestEffort(() -> plugin + ": could not unmap " + what + ": " + e.getMessage(), e);
         }
     }
 
@@ -1736,7 +1741,7 @@ public final class ShmTransport implements Transport {
         try {
             provider.free(bounceRing);
         } catch (RuntimeException e) {
-            warnBestEffort(() -> plugin + ": could not free a released connection's bounce ring: " + e.getMessage());
+            warnBestEffort(() -> plugin + ": could not free a released connection's bounce ring: " + e.getMessage(), e);
         }
     }
 
@@ -2162,7 +2167,7 @@ public final class ShmTransport implements Transport {
                 try {
                     ep.finishClose();
                 } catch (RuntimeException e) {
-                    context.logger().log(System.Logger.Level.WARNING, plugin + ": could not release a closed connection: " + e.getMessage());
+                    warnBestEffort(() -> plugin + ": could not release a closed connection: " + e.getMessage(), e);
                 }
             }
         } finally {

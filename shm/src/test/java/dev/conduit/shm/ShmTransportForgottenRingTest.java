@@ -179,7 +179,7 @@ class ShmTransportForgottenRingTest {
         waitFor(() -> read.rings.mapped.get() == 1, "C's ring's unmap");
         assertThat(read.ringOfC.unmappedBy.get()).as("the thread that unmapped C's ring, after A's failed").isSameAs(read.ringOfC.mappedBy);
         assertThat(warnings).as("WARNINGs").containsExactly(
-                "test: could not unmap a forgotten connection's bounce ring: Session is acquired by 1 clients");
+                "test: could not unmap a forgotten connection's bounce ring: Session is acquired by 1 clients | thrown java.lang.IllegalStateException: Session is acquired by 1 clients");
     }
 
     /**
@@ -237,7 +237,7 @@ class ShmTransportForgottenRingTest {
         peers.loseAll();
         receive(peers.worker, () -> !warnings.isEmpty(), "the failed unmap's WARNING");
         assertThat(warnings).as("WARNINGs").containsExactly(
-                "test: could not unmap the mapping of a peer's receive queue: Session is acquired by 1 clients");
+                "test: could not unmap the mapping of a peer's receive queue: Session is acquired by 1 clients | thrown java.lang.IllegalStateException: Session is acquired by 1 clients");
         for (int i = 0; i < 100; i++) peers.worker.progress();
     }
 
@@ -301,7 +301,7 @@ class ShmTransportForgottenRingTest {
         peers.loseAll();
         receive(peers.worker, () -> !warnings.isEmpty() && peers.queues.mapped.get() == 0, "the failed free's WARNING and the queue's unmap");
         assertThat(warnings).as("WARNINGs").containsExactly(
-                "test: could not free a released connection's bounce ring: Session is acquired by 1 clients");
+                "test: could not free a released connection's bounce ring: Session is acquired by 1 clients | thrown java.lang.IllegalStateException: Session is acquired by 1 clients");
         for (int i = 0; i < 100; i++) peers.worker.progress();
         peers.memory.failure = null;
     }
@@ -558,7 +558,11 @@ class ShmTransportForgottenRingTest {
         if (interrupted) Thread.currentThread().interrupt();
     }
 
-    /** Keeps the messages of WARNINGs, and of nothing below. */
+    /**
+     * Keeps the messages of WARNINGs, and of nothing below; a WARNING given a throwable is kept as
+     * its message, " | thrown " and the throwable, so that a test sees the record carries it (an
+     * operator's log then shows its stack and causes).
+     */
     private record WarningsKept(List<String> warnings) implements System.Logger {
         @Override
         public String getName() {
@@ -572,7 +576,7 @@ class ShmTransportForgottenRingTest {
 
         @Override
         public void log(Level level, java.util.ResourceBundle bundle, String message, Throwable thrown) {
-            if (isLoggable(level)) warnings.add(message);
+            if (isLoggable(level)) warnings.add(thrown == null ? message : message + " | thrown " + thrown);
         }
 
         @Override

@@ -16,9 +16,21 @@ import java.util.ResourceBundle;
 public final class RecordingLogger implements System.Logger {
 
     private final Map<Level, List<String>> logged = new EnumMap<>(Level.class);
+    private final Map<Level, List<Throwable>> thrown = new EnumMap<>(Level.class);
 
     public RecordingLogger() {
-        for (Level level : Level.values()) logged.put(level, Collections.synchronizedList(new ArrayList<>()));
+        for (Level level : Level.values()) {
+            logged.put(level, Collections.synchronizedList(new ArrayList<>()));
+            thrown.put(level, Collections.synchronizedList(new ArrayList<>()));
+        }
+    }
+
+    /**
+     * The throwables logged with a message at {@code level} so far, in order: a live, synchronized
+     * list. A failure said with its throwable shows its stack and causes in an operator's log.
+     */
+    public List<Throwable> thrownAt(Level level) {
+        return thrown.get(level);
     }
 
     /** The WARNINGs logged so far, in order: a live, synchronized list. */
@@ -44,6 +56,7 @@ public final class RecordingLogger implements System.Logger {
     @Override
     public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
         logged.get(level).add(message);
+        if (thrown != null) this.thrown.get(level).add(thrown);
     }
 
     @Override

@@ -5378,7 +5378,44 @@ class ShmTransportTest {
 
         assertThat(logger.warnings().stream().filter(w -> w.contains("could not check the peer of a failed connection")))
                 .as("said once, not at each of 20 checks").hasSize(1);
+        assertThat(logger.thrownAt(System.Logger.Level.WARNING)).as("each record (this one, and the reclaim's of the peer found gone) "
+                        + "carries its failure, its stack and causes: " + logger.warnings())
+                .hasSameSizeAs(logger.warnings()).allSatisfy(thrown -> assertThat(thrown).isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ENOLCK)));
         ep.close();
+    }
+
+    /**
+     * A close waiting for its peer to read (the peer's queue full) takes its next step at each
+     * liveness check; a step that fails (its look at the peer's lease: ENOLCK here) was a WARNING
+     * of the failure's message alone, without the failure: no stack, no cause in the log.
+     */
+    @Test
+    void aClosedConnectionThatCannotBeReleasedIsAWarningCarryingTheFailure() throws InterruptedException {
+        AtomicBoolean flockFails = new AtomicBoolean();
+        Libc libc = FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, flockFails::get);
+        RecordingLogger logger = new RecordingLogger();
+        TestContext configured = TestContext.of(shared, "posix.liveness.interval", "1ms");
+        TransportContext context = configured.withLogger(logger).forTransport(ThreadMode.SERIALIZED, new Received());
+        Transport sender = new ShmTransport("posix", libc, context, ShmTransportConfig.read(context.config(), "posix"),
+                PosixMemoryProvider.open(context, libc), new PosixImporter(libc, PosixConfig.of(context), false));
+        open.add(sender);
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        int taken = 0;
+        while (ep.trySend(2, MemorySegment.NULL, bytes(8, taken))) taken++; // the receiver makes no progress: its queue fills
+        ep.close(); // its CLOSE waits for room in the peer's queue
+
+        flockFails.set(true);
+        for (int check = 0; check < 100 && logger.warnings().isEmpty(); check++) {
+            Thread.sleep(2); // past the liveness interval; an idle transport reads the clock every 16th progress()
+            for (int poll = 0; poll < 32; poll++) sender.progress();
+        }
+        flockFails.set(false);
+
+        assertThat(logger.warnings()).as("WARNINGs").first().asString().contains("posix: could not release a closed connection");
+        assertThat(logger.thrownAt(System.Logger.Level.WARNING)).as("the record carries the failure, its stack and causes: " + logger.warnings())
+                .first().isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ENOLCK));
+        receiver.close();
     }
 
     private List<String> sharedFiles() throws java.io.IOException {
