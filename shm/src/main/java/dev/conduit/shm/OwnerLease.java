@@ -1,5 +1,6 @@
 package dev.conduit.shm;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
@@ -774,7 +775,7 @@ public final class OwnerLease implements AutoCloseable {
                         if (listener != null) listener.removed(lease.owner(), name, bytes);
                     } catch (ErrnoException e) {
                         if (isFileOfLeaseOwner(libc, directory, name, lease.fd())) {
-                            cannotRemove(directory, lease.owner(), name, e, listener);
+                            cannotRemove(directory, lease.owner(), name, lease.name(), e, listener);
                             all = false;
                         }
                     }
@@ -848,7 +849,7 @@ public final class OwnerLease implements AutoCloseable {
             if (listener != null) listener.removed(owner, name, bytes);
             return true;
         } catch (ErrnoException e) {
-            cannotRemove(directory, owner, name, e, listener);
+            cannotRemove(directory, owner, name, null, e, listener);
             return false;
         }
     }
@@ -867,13 +868,43 @@ public final class OwnerLease implements AutoCloseable {
         }
     }
 
-    /** Says that a dead owner's file stays: to the listener, who reports it, or else in a WARNING. */
-    private static void cannotRemove(SharedDirectory directory, String owner, String name, ErrnoException e, ReclaimListener listener) {
+    /**
+     * Says that a dead owner's file stays: to the listener, who reports it, or else in a WARNING
+     * that names the remedy ({@link #removalRemedy}) and what stays: an owner's file keeps its
+     * lease {@code leaseKept}, and a lease (or a probe file: {@code leaseKept} null) itself, so that
+     * the next reclaim, at the next pool or worker opened on the directory, tries both again.
+     */
+    private static void cannotRemove(SharedDirectory directory, String owner, String name, String leaseKept, ErrnoException e,
+                                     ReclaimListener listener) {
         if (listener != null) {
             listener.notRemoved(owner, name, e);
         } else {
-            LOG.log(System.Logger.Level.WARNING, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: " + e.getMessage());
+            BestEffortLog.warn(LOG, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: " + e.getMessage() + "; "
+                    + removalRemedy(directory.path(), e) + "; " + (leaseKept != null
+                    ? "its lease " + directory.path().resolve(leaseKept) + " stays, so that the next reclaim tries again"
+                    : "the next reclaim tries again"), e);
         }
+    }
+
+    /**
+     * What to do about a dead owner's file in {@code directory} whose removal failed with {@code e}:
+     * said by the reclaim's WARNING and by {@code conduit reclaim}. A file a reclaim tries is its
+     * owner's user's ({@link #isFileOfLeaseOwner}), so a refusal comes from the directory's own
+     * permissions or mount, or from a sticky directory when the reclaim runs as another user.
+     */
+    public static String removalRemedy(Path directory, ErrnoException e) {
+        return switch (e.errnoName()) {
+            case "EROFS" -> directory + " is mounted read-only here: run conduit reclaim where it is mounted read-write";
+            case "EACCES", "EPERM" -> "make " + directory + " writable for this user, or run conduit reclaim as the user that "
+                    + "owns the file, or as root (in a sticky directory such as /dev/shm only a file's owner may remove it)";
+            // No owner makes a directory: someone put one under the owner's name.
+            case "EISDIR" -> "a directory has the name of a dead owner's file: remove it by hand (rm -r) once you know no "
+                    + "program of yours made it";
+            // unlink(2) refuses a mount point in use: something bind-mounted the file (a container's volume of one file).
+            case "EBUSY" -> "the file is a mount point (a bind mount of it, such as a container's volume): unmount it (umount), "
+                    + "then the next reclaim removes it";
+            default -> Errno.remedy(e.errno(), "see the cause; the file is in " + directory);
+        };
     }
 
     /** The size of {@code name} for a listener's report, read only when there is one to tell: a reclaim alone needs none. */

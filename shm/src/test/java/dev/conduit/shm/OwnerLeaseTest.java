@@ -482,6 +482,55 @@ class OwnerLeaseTest {
     }
 
     /**
+     * A dead owner's file that a reclaim cannot remove keeps its lease, and a lease that cannot be
+     * removed stays itself: the next reclaim tries again. The WARNING said only "cannot remove
+     * &lt;path&gt; of a dead owner: unlinkat(...): EACCES": neither what to do (the directory's
+     * permissions, a sticky directory, a bind mount over the file) nor that the lease stays, and
+     * without the failure in the record.
+     */
+    @Test
+    void aDeadOwnersFileOrLeaseThatCannotBeRemovedIsAWarningNamingTheRemedyAndWhatStays() throws Exception {
+        String owner = SharedDirectory.randomId();
+        String leaseName = OwnerLease.leaseName("conduit-test", owner);
+        java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead
+        String chunk = "conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk";
+        java.nio.file.Files.createFile(shared.resolve(chunk));
+        List<java.util.logging.LogRecord> records = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override public void publish(java.util.logging.LogRecord record) { records.add(record); }
+            @Override public void flush() { }
+            @Override public void close() { }
+        };
+        SHM_LOG.addHandler(handler);
+        try {
+            Libc refusingTheChunk = unlinkFailing(chunk::equals, dev.conduit.linux.Errno.EACCES);
+            try (SharedDirectory directory = SharedDirectory.open(refusingTheChunk, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+                assertThat(OwnerLease.reclaimDead(refusingTheChunk, directory, "conduit-test")).isEmpty();
+            }
+            Libc refusingTheLease = unlinkFailing(leaseName::equals, dev.conduit.linux.Errno.EBUSY);
+            try (SharedDirectory directory = SharedDirectory.open(refusingTheLease, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+                assertThat(OwnerLease.reclaimDead(refusingTheLease, directory, "conduit-test")).containsExactly(chunk);
+            }
+        } finally {
+            SHM_LOG.removeHandler(handler);
+        }
+        List<java.util.logging.LogRecord> warnings = records.stream().filter(r -> r.getLevel() == java.util.logging.Level.WARNING).toList();
+        assertThat(warnings).as("WARNINGs").hasSize(2);
+        assertThat(warnings.get(0).getMessage()).startsWith("cannot remove " + shared.resolve(chunk) + " of a dead owner: ")
+                .contains("EACCES")
+                .contains("make " + shared + " writable for this user, or run conduit reclaim as the user that owns the file, or as root "
+                        + "(in a sticky directory such as /dev/shm only a file's owner may remove it)")
+                .endsWith("; its lease " + shared.resolve(leaseName) + " stays, so that the next reclaim tries again");
+        assertThat(warnings.get(1).getMessage()).startsWith("cannot remove " + shared.resolve(leaseName) + " of a dead owner: ")
+                .contains("EBUSY")
+                .contains("the file is a mount point (a bind mount of it, such as a container's volume): unmount it (umount)")
+                .endsWith("; the next reclaim tries again");
+        assertThat(warnings).as("each record carries its failure").allSatisfy(r -> assertThat(r.getThrown())
+                .isInstanceOf(dev.conduit.linux.ErrnoException.class));
+        assertThat(shared.toFile().list()).as("the lease stays").containsExactly(leaseName);
+    }
+
+    /**
      * A file under a dead owner's name whose name is not UTF-8 (no Conduit process makes one) is
      * not reported removed: the listing decoded it with a replacement character, the unlink of that
      * name found nothing, and the reclaim said it had removed the file that stayed (a helper playing

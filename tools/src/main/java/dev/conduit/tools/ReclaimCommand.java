@@ -1,7 +1,6 @@
 package dev.conduit.tools;
 
 import dev.conduit.Conduit;
-import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.UserNamespace;
@@ -324,8 +323,8 @@ final class ReclaimCommand implements Callable<Integer> {
         @Override
         public void notRemoved(String owner, String name, ErrnoException e) {
             Kind kind = Kind.of(owner, name);
-            NotRemoved file = new NotRemoved(kind, owner, name, e, remedy(e) + "; " + (kind == Kind.DEAD_OWNERS_FILE
-                    ? "its lease stays, so that the next reclaim tries again" : "the next reclaim tries again"));
+            NotRemoved file = new NotRemoved(kind, owner, name, e, OwnerLease.removalRemedy(directory, e) + "; "
+                    + (kind == Kind.DEAD_OWNERS_FILE ? "its lease stays, so that the next reclaim tries again" : "the next reclaim tries again"));
             notRemoved.add(file);
             if (out != null) {
                 out.println(INDENT + "not removed  " + name + "  (" + whose(file) + "): " + e.errnoName() + " (" + e.getMessage() + "); "
@@ -343,16 +342,5 @@ final class ReclaimCommand implements Callable<Integer> {
             };
         }
 
-        private String remedy(ErrnoException e) {
-            return switch (e.errnoName()) {
-                case "EROFS" -> directory + " is mounted read-only here: run conduit reclaim where it is mounted read-write";
-                case "EACCES", "EPERM" -> "make " + directory + " writable for this user, or run conduit reclaim as the user that "
-                        + "owns the file, or as root (in a sticky directory such as /dev/shm only a file's owner may remove it)";
-                // No owner makes a directory: someone put one under the owner's name.
-                case "EISDIR" -> "a directory has the name of a dead owner's file: remove it by hand (rm -r) once you know no "
-                        + "program of yours made it";
-                default -> Errno.remedy(e.errno(), "see the cause; the file is in " + directory);
-            };
-        }
     }
 }
