@@ -234,8 +234,9 @@ final class PendingQueue {
     /** Appends a segment with room for a record of {@code size} bytes: a kept one if one is large enough, else a new one. */
     private Segment startSegment(long size) {
         if (size > MAX_RECORD) {
-            throw new ConduitException("cannot queue a message of " + size + " bytes: a message waiting in the local queue is one "
-                    + "Java array, at most " + MAX_RECORD + " bytes, and " + messages + " messages (" + bytes + " bytes) already wait "
+            throw new ConduitException("cannot queue a message of " + Counts.bytes(size) + ": a message waiting in the local queue is one "
+                    + "Java array, at most " + MAX_RECORD + " bytes, and " + Counts.messages(messages) + " (" + Counts.bytes(bytes) + ") "
+                    + (messages == 1 ? "already waits " : "already wait ")
                     + "locally for this endpoint's transport. Nothing was queued. Progress the worker (and the peer) until pending() "
                     + "is 0, so that the message goes to the transport straight away, or send it in parts");
         }
@@ -253,8 +254,9 @@ final class PendingQueue {
         } catch (OutOfMemoryError e) {
             // The queue is as it was, so the send can be refused rather than leave the application an OutOfMemoryError of no
             // cause it can see.
-            throw new ConduitException("cannot queue a message of " + size + " bytes: " + messages + " messages (" + bytes
-                    + " bytes) already wait locally for this endpoint's transport (its peer reads slower than this endpoint "
+            throw new ConduitException("cannot queue a message of " + Counts.bytes(size) + ": " + Counts.messages(messages) + " ("
+                    + Counts.bytes(bytes) + ") " + (messages == 1 ? "already waits" : "already wait")
+                    + " locally for this endpoint's transport (its peer reads slower than this endpoint "
                     + "sends, or the connection's bounce ring is full), and the Java heap has no room for the local queue's "
                     + "segment of " + length + " bytes (the heap's limit, -Xmx, is " + Runtime.getRuntime().maxMemory()
                     + " bytes). Nothing was queued and the endpoint stays usable. Progress the worker (and the peer) so that the "

@@ -596,7 +596,7 @@ final class RuntimeEndpoint implements Endpoint {
                 worker.backlogChanged(-1);
             }
             String discarded = messages == 0 ? "no message was waiting in the local queue"
-                    : messages + (messages == 1 ? " message" : " messages") + " (" + bytes + " bytes) waiting in the local queue "
+                    : Counts.messages(messages) + " (" + Counts.bytes(bytes) + ") waiting in the local queue "
                       + (messages == 1 ? "was" : "were") + " discarded";
             // Made of the transport's failure, it keeps its reason (PeerFailedException(String, PeerFailedException)), as
             // every failure made of this one does: what the application acts on is the transport's verdict.
@@ -895,8 +895,8 @@ final class RuntimeEndpoint implements Endpoint {
     private static void checkRange(String op, long offset, long length, PeerRegion region) {
         long size = region.size();
         if (offset < 0 || offset > size || length > size - offset) {
-            throw new IndexOutOfBoundsException(op + " of " + length + " bytes at offset " + offset + " is outside the peer region of "
-                    + size + " bytes");
+            throw new IndexOutOfBoundsException(op + " of " + Counts.bytes(length) + " at offset " + offset + " is outside the peer "
+                    + "region of " + Counts.bytes(size));
         }
     }
 

@@ -130,6 +130,9 @@ class EndpointRmaTest {
         assertThatThrownBy(() -> endpoint.put(MemorySegment.ofArray(new byte[16]), region, 4090))
                 .isInstanceOf(IndexOutOfBoundsException.class)
                 .hasMessage("put of 16 bytes at offset 4090 is outside the peer region of 4096 bytes");
+        assertThatThrownBy(() -> endpoint.put(MemorySegment.ofArray(new byte[1]), region, 4096)).isInstanceOf(IndexOutOfBoundsException.class)
+                .as("one byte, said so: it read \"put of 1 bytes\"")
+                .hasMessage("put of 1 byte at offset 4096 is outside the peer region of 4096 bytes");
         assertThatThrownBy(() -> endpoint.put(MemorySegment.ofArray(new byte[1]), region, -1)).isInstanceOf(IndexOutOfBoundsException.class);
         assertThatThrownBy(() -> endpoint.put(MemorySegment.ofArray(new byte[1]), region, Long.MAX_VALUE)).isInstanceOf(IndexOutOfBoundsException.class);
         assertThatThrownBy(() -> endpoint.get(region, 4000, MemorySegment.ofArray(new byte[97])))

@@ -175,7 +175,7 @@ class PendingQueueTest {
                     .isInstanceOf(ConduitException.class)
                     .hasMessageContaining("cannot queue a message of " + (16 + (3L << 30)) + " bytes")
                     .hasMessageContaining("at most " + PendingQueue.MAX_RECORD + " bytes")
-                    .hasMessageContaining("1 messages (10 bytes) already wait")
+                    .hasMessageContaining("1 message (10 bytes) already waits")
                     .hasMessageContaining("Nothing was queued")
                     .hasMessageContaining("pending()");
         }
@@ -255,7 +255,7 @@ class PendingQueueTest {
                 .hasCauseInstanceOf(OutOfMemoryError.class)
                 .hasMessageContaining("cannot queue a message of " + (16 + (100 << 10)) + " bytes: ")
                 .hasMessageContaining("segment of " + asked[0] + " bytes")
-                .hasMessageContaining("1 messages (1000 bytes) already wait")
+                .hasMessageContaining("1 message (1000 bytes) already waits")
                 .hasMessageContaining("-Xmx")
                 .hasMessageContaining("Progress the worker")
                 .hasMessageContaining("bounce.size");
