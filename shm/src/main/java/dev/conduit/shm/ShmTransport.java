@@ -411,6 +411,11 @@ public final class ShmTransport implements Transport {
      * (every 20 ms by default) until the peer goes, so a lasting cause is said at most once a minute.
      */
     final RepeatedWarning failedEndpointLeaseChecks;
+    /**
+     * A closed endpoint's next step that fails (its look at its peer's lease, say): it is tried
+     * again at every liveness check, so a lasting cause is said at most once a minute.
+     */
+    private final RepeatedWarning failedCloses;
     /** The ring position of the head that was blocked since {@link #blockedSince}: a block is one record's. */
     private long blockedAt;
     /**
@@ -543,6 +548,7 @@ public final class ShmTransport implements Transport {
         this.headHeldByALiveSender = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
         this.goneSendersPastInboundMax = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
         this.failedEndpointLeaseChecks = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
+        this.failedCloses = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
         this.leasePrefix = "conduit-" + plugin + "-worker";
         SharedDirectory dir = null;
         OwnerLease ownLease = null;
@@ -2167,7 +2173,8 @@ public final class ShmTransport implements Transport {
                 try {
                     ep.finishClose();
                 } catch (RuntimeException e) {
-                    warnBestEffort(() -> plugin + ": could not release a closed connection: " + e.getMessage(), e);
+                    failedCloses.log(() -> plugin + ": could not release a closed connection (tried again at each liveness check): "
+                            + e.getMessage(), e);
                 }
             }
         } finally {
