@@ -43,10 +43,9 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * {@link Libc} on the C library, through FFM: the only implementation, and the only class that
  * invokes downcall handles (made by {@link Native}).
  *
- * <p>Handles live in holder classes by family ({@link Files}, {@link Memory}, {@link Sockets},
- * {@link Waits}, {@link Process}), so each family is bound on first use and then reused as a
- * constant the JIT can inline. Each native function has one private wrapper that unwraps
- * {@code invokeExact}; public methods add the retry, error and resource logic.
+ * <p>Each handle lives in a holder class of its own, next to the one private wrapper that unwraps
+ * its {@code invokeExact}: a function is bound at its first use, and from then on is a constant
+ * the JIT can inline. Public methods add the retry, error and resource logic.
  */
 public final class FfmLibc implements Libc {
 
@@ -1078,10 +1077,15 @@ public final class FfmLibc implements Libc {
         return getpid(Native.callState().capture);
     }
 
+    private static final class Getpagesize {
+        // Called after every RMA operation on a region that may fault, and every large message of a posix ring: allocation-free.
+        static final MethodHandle HANDLE = Native.infallible("getpagesize", FunctionDescriptor.of(JAVA_INT));
+    }
+
     @Override
     public void deliverPendingFaults() {
         try {
-            int ignored = (int) Process.GETPAGESIZE.invokeExact();
+            int ignored = (int) Getpagesize.HANDLE.invokeExact();
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
@@ -1172,393 +1176,506 @@ public final class FfmLibc implements Libc {
             "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
             "syscall", "getuid", "geteuid", "getpid", "getpagesize"};
 
-    /** File descriptors and files. */
-    private static final class Files {
-        static final MethodHandle OPEN = Native.variadic("open", 2,
+    // One holder class per function, not per family: binding a handle makes the JDK generate its
+    // downcall stub (hundreds of java.lang.invoke classes for a family), and a fresh JVM's
+    // Conduit.open() and first worker call a few functions of each family (docs/performance.md,
+    // "Cold start"), so binding a family at its first use cost them the rest of it.
+
+    private static final class Open {
+        static final MethodHandle HANDLE = Native.variadic("open", 2,
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
-        static final MethodHandle OPENAT = Native.variadic("openat", 3,
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
-        static final MethodHandle SYSCALL_4 = Native.variadic("syscall", 1,
-                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
-        static final MethodHandle CLOSE = Native.function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
-        static final MethodHandle UNLINKAT = Native.function("unlinkat",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
-        static final MethodHandle FCHOWNAT = Native.function("fchownat",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT));
-        static final MethodHandle RENAMEAT = Native.function("renameat",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
-        static final MethodHandle MKDIRAT = Native.function("mkdirat",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
-        // syscall(SYS_fstat, fd, buf): glibc exports fstat only from 2.33 (before, a stat() call reached __fxstat),
-        // and the kernel's struct stat is glibc's on x86-64 and aarch64.
-        static final MethodHandle FSTAT = Native.variadic("syscall", 1, FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
-        // syscall(SYS_statx, dirfd, path, flags, mask, buf): glibc has the statx wrapper only from 2.28.
-        static final MethodHandle STATX = Native.variadic("syscall", 1,
-                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
-        // syscall(SYS_getdents64, fd, buffer, length): glibc has the getdents64 wrapper only from 2.30.
-        static final MethodHandle GETDENTS64 = Native.variadic("syscall", 1,
-                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
-        static final MethodHandle FCHMOD = Native.function("fchmod", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-        static final MethodHandle FLOCK = Native.function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-        static final MethodHandle FTRUNCATE = Native.function("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
-        static final MethodHandle FALLOCATE = Native.function("fallocate",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
-        // fcntl(int, int, ...): glibc reads the third argument as a pointer-sized value.
-        static final MethodHandle FCNTL = Native.variadic("fcntl", 2,
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
-        static final MethodHandle READ = Native.function("read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
-        static final MethodHandle WRITE = Native.function("write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
-    }
-
-    /** memfd and mappings. */
-    private static final class Memory {
-        // syscall(SYS_memfd_create, name, flags): glibc has the wrapper only from 2.27.
-        static final MethodHandle MEMFD_CREATE = Native.variadic("syscall", 1, FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
-        static final MethodHandle MMAP = Native.function("mmap",
-                FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
-        static final MethodHandle MUNMAP = Native.function("munmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
-    }
-
-    /** Unix sockets. */
-    private static final class Sockets {
-        static final MethodHandle SOCKET = Native.function("socket", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
-        static final MethodHandle SOCKETPAIR = Native.function("socketpair",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
-        static final MethodHandle BIND = Native.function("bind", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
-        static final MethodHandle LISTEN = Native.function("listen", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-        static final MethodHandle ACCEPT4 = Native.function("accept4",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-        static final MethodHandle CONNECT = Native.function("connect", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
-        static final MethodHandle SEND = Native.function("send",
-                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-        static final MethodHandle RECV = Native.function("recv",
-                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-        static final MethodHandle SENDMSG = Native.function("sendmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
-        static final MethodHandle RECVMSG = Native.function("recvmsg", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
-        static final MethodHandle GETSOCKOPT = Native.function("getsockopt",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
-    }
-
-    /** poll, eventfd, futex. */
-    private static final class Waits {
-        static final MethodHandle POLL = Native.function("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-        static final MethodHandle EVENTFD = Native.function("eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
-        // syscall(SYS_futex, uaddr, op, val, timeout, uaddr2, val3): glibc reads every argument as a long.
-        static final MethodHandle FUTEX = Native.variadic("syscall", 1,
-                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
-    }
-
-    /** The process. */
-    private static final class Process {
-        static final MethodHandle GETUID = Native.function("getuid", FunctionDescriptor.of(JAVA_INT));
-        static final MethodHandle GETEUID = Native.function("geteuid", FunctionDescriptor.of(JAVA_INT));
-        static final MethodHandle GETPID = Native.function("getpid", FunctionDescriptor.of(JAVA_INT));
-        // Called after every RMA operation on a region that may fault, and every large message of a posix ring: allocation-free.
-        static final MethodHandle GETPAGESIZE = Native.infallible("getpagesize", FunctionDescriptor.of(JAVA_INT));
     }
 
     private static int open(MemorySegment capture, MemorySegment path, int flags, int mode) {
         try {
-            return (int) Files.OPEN.invokeExact(capture, path, flags, mode);
+            return (int) Open.HANDLE.invokeExact(capture, path, flags, mode);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Openat {
+        static final MethodHandle HANDLE = Native.variadic("openat", 3,
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
     }
 
     private static int openat(MemorySegment capture, int directory, MemorySegment path, int flags, int mode) {
         try {
-            return (int) Files.OPENAT.invokeExact(capture, directory, path, flags, mode);
+            return (int) Openat.HANDLE.invokeExact(capture, directory, path, flags, mode);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Getdents64 {
+        // syscall(SYS_getdents64, fd, buffer, length): glibc has the getdents64 wrapper only from 2.30.
+        static final MethodHandle HANDLE = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
     }
 
     private static long getdents64(MemorySegment capture, int fd, MemorySegment buffer, long length) {
         try {
-            return (long) Files.GETDENTS64.invokeExact(capture, Abi.SYS_getdents64, (long) fd, buffer, length);
+            return (long) Getdents64.HANDLE.invokeExact(capture, Abi.SYS_getdents64, (long) fd, buffer, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Syscall4 {
+        static final MethodHandle HANDLE = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
     }
 
     private static long syscall(MemorySegment capture, long number, long a, MemorySegment b, MemorySegment c, long d) {
         try {
-            return (long) Files.SYSCALL_4.invokeExact(capture, number, a, b, c, d);
+            return (long) Syscall4.HANDLE.invokeExact(capture, number, a, b, c, d);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Close {
+        static final MethodHandle HANDLE = Native.function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     }
 
     private static int close(MemorySegment capture, int fd) {
         try {
-            return (int) Files.CLOSE.invokeExact(capture, fd);
+            return (int) Close.HANDLE.invokeExact(capture, fd);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Fchownat {
+        static final MethodHandle HANDLE = Native.function("fchownat",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, JAVA_INT));
     }
 
     private static int fchownat(MemorySegment capture, int directory, MemorySegment path, int uid, int gid, int flags) {
         try {
-            return (int) Files.FCHOWNAT.invokeExact(capture, directory, path, uid, gid, flags);
+            return (int) Fchownat.HANDLE.invokeExact(capture, directory, path, uid, gid, flags);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Unlinkat {
+        static final MethodHandle HANDLE = Native.function("unlinkat",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     }
 
     private static int unlinkat(MemorySegment capture, int directory, MemorySegment path, int flags) {
         try {
-            return (int) Files.UNLINKAT.invokeExact(capture, directory, path, flags);
+            return (int) Unlinkat.HANDLE.invokeExact(capture, directory, path, flags);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Renameat {
+        static final MethodHandle HANDLE = Native.function("renameat",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, ADDRESS));
     }
 
     private static int renameat(MemorySegment capture, int fromDirectory, MemorySegment from, int toDirectory, MemorySegment to) {
         try {
-            return (int) Files.RENAMEAT.invokeExact(capture, fromDirectory, from, toDirectory, to);
+            return (int) Renameat.HANDLE.invokeExact(capture, fromDirectory, from, toDirectory, to);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Mkdirat {
+        static final MethodHandle HANDLE = Native.function("mkdirat",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     }
 
     private static int mkdirat(MemorySegment capture, int directory, MemorySegment path, int mode) {
         try {
-            return (int) Files.MKDIRAT.invokeExact(capture, directory, path, mode);
+            return (int) Mkdirat.HANDLE.invokeExact(capture, directory, path, mode);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Fstat {
+        // syscall(SYS_fstat, fd, buf): glibc exports fstat only from 2.33 (before, a stat() call reached __fxstat),
+        // and the kernel's struct stat is glibc's on x86-64 and aarch64.
+        static final MethodHandle HANDLE = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS));
     }
 
     private static int fstat(MemorySegment capture, int fd, MemorySegment stat) {
         try {
-            return (int) (long) Files.FSTAT.invokeExact(capture, Abi.SYS_fstat, (long) fd, stat);
+            return (int) (long) Fstat.HANDLE.invokeExact(capture, Abi.SYS_fstat, (long) fd, stat);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Statx {
+        // syscall(SYS_statx, dirfd, path, flags, mask, buf): glibc has the statx wrapper only from 2.28.
+        static final MethodHandle HANDLE = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
     }
 
     private static int statx(MemorySegment capture, int fd, MemorySegment path, int flags, int mask, MemorySegment statx) {
         try {
-            return (int) (long) Files.STATX.invokeExact(capture, Abi.SYS_statx, (long) fd, path, (long) flags, (long) mask, statx);
+            return (int) (long) Statx.HANDLE.invokeExact(capture, Abi.SYS_statx, (long) fd, path, (long) flags, (long) mask, statx);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Fchmod {
+        static final MethodHandle HANDLE = Native.function("fchmod",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     }
 
     private static int fchmod(MemorySegment capture, int fd, int mode) {
         try {
-            return (int) Files.FCHMOD.invokeExact(capture, fd, mode);
+            return (int) Fchmod.HANDLE.invokeExact(capture, fd, mode);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Flock {
+        static final MethodHandle HANDLE = Native.function("flock",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     }
 
     private static int flock(MemorySegment capture, int fd, int operation) {
         try {
-            return (int) Files.FLOCK.invokeExact(capture, fd, operation);
+            return (int) Flock.HANDLE.invokeExact(capture, fd, operation);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Ftruncate {
+        static final MethodHandle HANDLE = Native.function("ftruncate",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG));
     }
 
     private static int ftruncate(MemorySegment capture, int fd, long length) {
         try {
-            return (int) Files.FTRUNCATE.invokeExact(capture, fd, length);
+            return (int) Ftruncate.HANDLE.invokeExact(capture, fd, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Fallocate {
+        static final MethodHandle HANDLE = Native.function("fallocate",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG));
     }
 
     private static int fallocate(MemorySegment capture, int fd, long offset, long length) {
         try {
-            return (int) Files.FALLOCATE.invokeExact(capture, fd, 0, offset, length);
+            return (int) Fallocate.HANDLE.invokeExact(capture, fd, 0, offset, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Fcntl {
+        // fcntl(int, int, ...): glibc reads the third argument as a pointer-sized value.
+        static final MethodHandle HANDLE = Native.variadic("fcntl", 2,
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
     }
 
     private static int fcntl(MemorySegment capture, int fd, int command, long argument) {
         try {
-            return (int) Files.FCNTL.invokeExact(capture, fd, command, argument);
+            return (int) Fcntl.HANDLE.invokeExact(capture, fd, command, argument);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Read {
+        static final MethodHandle HANDLE = Native.function("read",
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     }
 
     private static long read(MemorySegment capture, int fd, MemorySegment buffer, long length) {
         try {
-            return (long) Files.READ.invokeExact(capture, fd, buffer, length);
+            return (long) Read.HANDLE.invokeExact(capture, fd, buffer, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Write {
+        static final MethodHandle HANDLE = Native.function("write",
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
     }
 
     private static long write(MemorySegment capture, int fd, MemorySegment buffer, long length) {
         try {
-            return (long) Files.WRITE.invokeExact(capture, fd, buffer, length);
+            return (long) Write.HANDLE.invokeExact(capture, fd, buffer, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
     }
 
+    private static final class MemfdCreate {
+        // syscall(SYS_memfd_create, name, flags): glibc has the wrapper only from 2.27.
+        static final MethodHandle HANDLE = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
+    }
+
     private static int memfdCreate(MemorySegment capture, MemorySegment name, int flags) {
         try {
-            return (int) (long) Memory.MEMFD_CREATE.invokeExact(capture, Abi.SYS_memfd_create, name, Integer.toUnsignedLong(flags));
+            return (int) (long) MemfdCreate.HANDLE.invokeExact(capture, Abi.SYS_memfd_create, name, Integer.toUnsignedLong(flags));
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Mmap {
+        static final MethodHandle HANDLE = Native.function("mmap",
+                FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG));
     }
 
     private static MemorySegment mmap(MemorySegment capture, MemorySegment address, long length, int protection,
                                       int flags, int fd, long offset) {
         try {
-            return (MemorySegment) Memory.MMAP.invokeExact(capture, address, length, protection, flags, fd, offset);
+            return (MemorySegment) Mmap.HANDLE.invokeExact(capture, address, length, protection, flags, fd, offset);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Munmap {
+        static final MethodHandle HANDLE = Native.function("munmap",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
     }
 
     private static int munmap(MemorySegment capture, MemorySegment address, long length) {
         try {
-            return (int) Memory.MUNMAP.invokeExact(capture, address, length);
+            return (int) Munmap.HANDLE.invokeExact(capture, address, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Socket {
+        static final MethodHandle HANDLE = Native.function("socket",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT));
     }
 
     private static int socket(MemorySegment capture, int domain, int type, int protocol) {
         try {
-            return (int) Sockets.SOCKET.invokeExact(capture, domain, type, protocol);
+            return (int) Socket.HANDLE.invokeExact(capture, domain, type, protocol);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Socketpair {
+        static final MethodHandle HANDLE = Native.function("socketpair",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS));
     }
 
     private static int socketpair(MemorySegment capture, int domain, int type, int protocol, MemorySegment fds) {
         try {
-            return (int) Sockets.SOCKETPAIR.invokeExact(capture, domain, type, protocol, fds);
+            return (int) Socketpair.HANDLE.invokeExact(capture, domain, type, protocol, fds);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Bind {
+        static final MethodHandle HANDLE = Native.function("bind",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     }
 
     private static int bind(MemorySegment capture, int fd, MemorySegment address, int length) {
         try {
-            return (int) Sockets.BIND.invokeExact(capture, fd, address, length);
+            return (int) Bind.HANDLE.invokeExact(capture, fd, address, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Listen {
+        static final MethodHandle HANDLE = Native.function("listen",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
     }
 
     private static int listen(MemorySegment capture, int fd, int backlog) {
         try {
-            return (int) Sockets.LISTEN.invokeExact(capture, fd, backlog);
+            return (int) Listen.HANDLE.invokeExact(capture, fd, backlog);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Accept4 {
+        static final MethodHandle HANDLE = Native.function("accept4",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
     }
 
     private static int accept4(MemorySegment capture, int fd, MemorySegment address, MemorySegment length, int flags) {
         try {
-            return (int) Sockets.ACCEPT4.invokeExact(capture, fd, address, length, flags);
+            return (int) Accept4.HANDLE.invokeExact(capture, fd, address, length, flags);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Connect {
+        static final MethodHandle HANDLE = Native.function("connect",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT));
     }
 
     private static int connect(MemorySegment capture, int fd, MemorySegment address, int length) {
         try {
-            return (int) Sockets.CONNECT.invokeExact(capture, fd, address, length);
+            return (int) Connect.HANDLE.invokeExact(capture, fd, address, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Send {
+        static final MethodHandle HANDLE = Native.function("send",
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     }
 
     private static long send(MemorySegment capture, int fd, MemorySegment buffer, long length, int flags) {
         try {
-            return (long) Sockets.SEND.invokeExact(capture, fd, buffer, length, flags);
+            return (long) Send.HANDLE.invokeExact(capture, fd, buffer, length, flags);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Recv {
+        static final MethodHandle HANDLE = Native.function("recv",
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     }
 
     private static long recv(MemorySegment capture, int fd, MemorySegment buffer, long length, int flags) {
         try {
-            return (long) Sockets.RECV.invokeExact(capture, fd, buffer, length, flags);
+            return (long) Recv.HANDLE.invokeExact(capture, fd, buffer, length, flags);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Sendmsg {
+        static final MethodHandle HANDLE = Native.function("sendmsg",
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
     }
 
     private static long sendmsg(MemorySegment capture, int fd, MemorySegment message, int flags) {
         try {
-            return (long) Sockets.SENDMSG.invokeExact(capture, fd, message, flags);
+            return (long) Sendmsg.HANDLE.invokeExact(capture, fd, message, flags);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
     }
 
+    private static final class Recvmsg {
+        static final MethodHandle HANDLE = Native.function("recvmsg",
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_INT));
+    }
+
     private static long recvmsg(MemorySegment capture, int fd, MemorySegment message, int flags) {
         try {
-            return (long) Sockets.RECVMSG.invokeExact(capture, fd, message, flags);
+            return (long) Recvmsg.HANDLE.invokeExact(capture, fd, message, flags);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Getsockopt {
+        static final MethodHandle HANDLE = Native.function("getsockopt",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS));
     }
 
     private static int getsockopt(MemorySegment capture, int fd, int level, int option, MemorySegment value,
                                   MemorySegment length) {
         try {
-            return (int) Sockets.GETSOCKOPT.invokeExact(capture, fd, level, option, value, length);
+            return (int) Getsockopt.HANDLE.invokeExact(capture, fd, level, option, value, length);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Poll {
+        static final MethodHandle HANDLE = Native.function("poll",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
     }
 
     private static int poll(MemorySegment capture, MemorySegment pollfds, long count, int timeoutMillis) {
         try {
-            return (int) Waits.POLL.invokeExact(capture, pollfds, count, timeoutMillis);
+            return (int) Poll.HANDLE.invokeExact(capture, pollfds, count, timeoutMillis);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
     }
 
+    private static final class Eventfd {
+        static final MethodHandle HANDLE = Native.function("eventfd",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+    }
+
     private static int eventfd(MemorySegment capture, int initialValue, int flags) {
         try {
-            return (int) Waits.EVENTFD.invokeExact(capture, initialValue, flags);
+            return (int) Eventfd.HANDLE.invokeExact(capture, initialValue, flags);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Futex {
+        // syscall(SYS_futex, uaddr, op, val, timeout, uaddr2, val3): glibc reads every argument as a long.
+        static final MethodHandle HANDLE = Native.variadic("syscall", 1,
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
     }
 
     private static long futex(MemorySegment capture, long number, MemorySegment word, long operation, long value,
                               MemorySegment timeout, MemorySegment word2, long value3) {
         try {
-            return (long) Waits.FUTEX.invokeExact(capture, number, word, operation, value, timeout, word2, value3);
+            return (long) Futex.HANDLE.invokeExact(capture, number, word, operation, value, timeout, word2, value3);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Getuid {
+        static final MethodHandle HANDLE = Native.function("getuid", FunctionDescriptor.of(JAVA_INT));
     }
 
     private static int getuid(MemorySegment capture) {
         try {
-            return (int) Process.GETUID.invokeExact(capture);
+            return (int) Getuid.HANDLE.invokeExact(capture);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
+    }
+
+    private static final class Geteuid {
+        static final MethodHandle HANDLE = Native.function("geteuid", FunctionDescriptor.of(JAVA_INT));
     }
 
     private static int geteuid(MemorySegment capture) {
         try {
-            return (int) Process.GETEUID.invokeExact(capture);
+            return (int) Geteuid.HANDLE.invokeExact(capture);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
     }
 
+    private static final class Getpid {
+        static final MethodHandle HANDLE = Native.function("getpid", FunctionDescriptor.of(JAVA_INT));
+    }
+
     private static int getpid(MemorySegment capture) {
         try {
-            return (int) Process.GETPID.invokeExact(capture);
+            return (int) Getpid.HANDLE.invokeExact(capture);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }
