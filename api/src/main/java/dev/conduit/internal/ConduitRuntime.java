@@ -151,7 +151,8 @@ public final class ConduitRuntime implements Conduit {
         ensureOpen();
         PluginRecord r = registry.selected(plugin).orElseThrow(() -> new ConduitException("no pool over plugin '" + plugin + "': "
                 + registry.find(plugin).map(p -> "it is " + p.status() + ": " + p.reason())
-                        .orElse("it was not found; found: " + registry.all().stream().map(PluginRecord::name).toList())));
+                        .orElse("it was not found; found: " + registry.all().stream().map(PluginRecord::name).toList()
+                                + "; to use it, " + PluginRegistry.howToInstall("it"))));
         if (!r.offers(Capability.MEMORY)) {
             String why = r.unsupportedHere().get(Capability.MEMORY);
             throw new NotSupportedException("plugin '" + plugin + "' provides no memory (capability MEMORY)"

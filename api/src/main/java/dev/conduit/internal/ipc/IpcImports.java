@@ -126,7 +126,7 @@ public final class IpcImports implements RemoteMemory {
         var found = registry.find(plugin);
         if (found.isEmpty()) {
             return new ConduitException("the handle was exported by plugin '" + plugin + "', which is not installed here; "
-                    + "put it on the module path, class path or plugin path (CONDUIT_PLUGIN_PATH)");
+                    + PluginRegistry.howToInstall("it"));
         }
         PluginRecord r = found.get();
         String why = r.status() == Status.EXCLUDED ? r.reason() : r.status() + ": " + r.reason();
