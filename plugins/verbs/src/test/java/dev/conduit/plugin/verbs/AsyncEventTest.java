@@ -41,6 +41,8 @@ class AsyncEventTest {
             c.close();
         }
         assertThat(verbs.openObjects()).as("queue pairs, regions, queues and channels left open").isZero();
+        assertThat(verbs.receiverNotReady()).as("SENDs without a posted receive (credits overrun)").isZero();
+        assertThat(verbs.completionQueueOverruns()).as("completions that found their queue full (CQ overrun)").isZero();
     }
 
     private static MemorySegment bytes(String s) {
