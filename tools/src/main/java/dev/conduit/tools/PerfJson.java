@@ -100,7 +100,8 @@ final class PerfJson {
                     .member("warmupIterations", r.warmup())
                     .member("elapsedNanos", r.elapsedNanos())
                     .member("opsPerSecond", r.opsPerSecond(), 1)
-                    .member("megabytesPerSecond", r.megabytesPerSecond(), 3);
+                    // To the byte per second: at 3 decimals, a row under 500 B/s (a slow ping-pong of a few bytes) read 0.
+                    .member("megabytesPerSecond", r.megabytesPerSecond(), 6);
             json.name("latencyMicros");
             if (r.latency() == null) {
                 json.nullValue();

@@ -62,7 +62,7 @@ final class PerfText {
                 continue;
             }
             out.printf(Locale.ROOT, ROW, PerfParsing.formatSize(r.size()), String.format(Locale.ROOT, "%,d", r.iterations()),
-                    number(r.opsPerSecond(), 0), number(r.megabytesPerSecond(), 1),
+                    number(r.opsPerSecond(), 0), megabytes(r.megabytesPerSecond()),
                     latency(r.latencyMicros(50)), latency(r.latencyMicros(90)), latency(r.latencyMicros(99)),
                     latency(r.latencyMicros(99.9)), latency(r.latencyMicros(99.99)), latency(r.maxMicros()));
         }
@@ -72,6 +72,16 @@ final class PerfText {
     private static String number(double v, int decimals) {
         if (Double.isNaN(v)) return "-";
         return String.format(Locale.ROOT, "%,." + decimals + "f", v);
+    }
+
+    /**
+     * MB/s with one decimal, and below 1 with three significant digits: a slow row (a ping-pong of 1 byte with
+     * {@code --wakeup await}, a loaded machine) is never printed as {@code 0.0}, which reads as nothing moved.
+     */
+    static String megabytes(double v) {
+        if (Double.isNaN(v)) return "-";
+        if (v >= 1 || v == 0) return number(v, 1);
+        return new java.math.BigDecimal(v).round(new java.math.MathContext(3, java.math.RoundingMode.HALF_EVEN)).toPlainString();
     }
 
     /** Microseconds with about three significant digits; {@code -} when there is no distribution. */

@@ -100,6 +100,32 @@ class PerfOutputTest {
         assertThat(((Number) latency.get("max")).doubleValue()).isCloseTo(1000.0, within(1.0));
     }
 
+    /**
+     * A slow row's rate is a figure, not zero: 300 round trips of 8 bytes in one second (a loaded machine) are 2,400 B/s,
+     * which the table printed as {@code 0.0} MB/s and the JSON as {@code 0.002}; and 20 of 1 byte, 20 B/s, as {@code 0}.
+     */
+    @Test
+    void aRateBelowOneMegabyteASecondKeepsItsDigitsInTheTableAndTheJson() {
+        PerfRun base = run();
+        PerfRun run = new PerfRun(base.version(), base.date(), base.transport(), base.wakeup(), base.peers(), base.client(), base.server(),
+                base.bootstrap(), base.timerNanos(), base.machine(), List.of(
+                        new PerfResult(PerfTest.AM_LAT, null, 8, 300, 30, 1_000_000_000, histogram(3_000_000), null, Map.of()),
+                        new PerfResult(PerfTest.AM_LAT, null, 1, 20, 2, 1_000_000_000, histogram(3_000_000), null, Map.of())));
+
+        StringWriter text = new StringWriter();
+        PerfText.table(run.results(), new PrintWriter(text, true));
+        assertThat(text.toString()).containsPattern("\\s8\\s+300\\s+300\\s+0\\.00240\\s")
+                .containsPattern("\\s1\\s+20\\s+20\\s+0\\.0000200\\s");
+
+        StringWriter json = new StringWriter();
+        PerfJson.write(run, new PrintWriter(json));
+        List<Map<String, Object>> rows = Json.objects(JsonParser.parseObject(json.toString()), "results");
+        assertThat(((Number) rows.get(0).get("megabytesPerSecond")).doubleValue()).isEqualTo(0.0024);
+        assertThat(((Number) rows.get(1).get("megabytesPerSecond")).doubleValue()).isEqualTo(0.00002);
+        assertThat(PerfText.megabytes(8_729.149)).isEqualTo("8,729.1");
+        assertThat(PerfText.megabytes(0.9996)).isEqualTo("1.00");
+    }
+
     @Test
     void aSkippedRowSaysWhy() {
         StringWriter text = new StringWriter();
