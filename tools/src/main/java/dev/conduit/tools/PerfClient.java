@@ -57,8 +57,10 @@ final class PerfClient implements AutoCloseable {
      * Where warm-ups record, and nobody reads: a warm-up runs the measuring code, the recording
      * included. One that skipped it (a null histogram, until 2026-12-05) left the recording a branch
      * the compiled loop had never taken, and the measurement's first sample deoptimized the loop.
+     * It is of the measured rows' class for the same reason: a recording call that met a second
+     * class at the first measured sample would be compiled again.
      */
-    private final Histogram warmUpHistogram = new Histogram(HIGHEST_NANOS, 3);
+    private final LatencyHistogram warmUpHistogram = new LatencyHistogram();
 
     private final Conduit conduit;
     private final Supplier<Conduit> uncachedConduits;
@@ -510,7 +512,7 @@ final class PerfClient implements AutoCloseable {
             loop.run(warmUpHistogram);
             warmed = doneIterations;
         }
-        Histogram h = new Histogram(HIGHEST_NANOS, 3);
+        LatencyHistogram h = new LatencyHistogram();
         current = measured;
         progress.start(phase, measured.iterations(), measured.nanos());
         long allocated = ThreadAllocation.bytes();
@@ -718,7 +720,7 @@ final class PerfClient implements AutoCloseable {
             warmed = doneIterations;
         }
         IpcCacheStats measuredFrom = c.ipcCacheStats();
-        Histogram h = new Histogram(HIGHEST_NANOS, 3);
+        LatencyHistogram h = new LatencyHistogram();
         progress.start(phase, measured.iterations(), measured.nanos());
         long allocated = ThreadAllocation.bytes();
         importLoop(c, handle, measured, h, uncachedVariant);

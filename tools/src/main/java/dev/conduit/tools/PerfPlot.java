@@ -1,7 +1,6 @@
 package dev.conduit.tools;
 
 import dev.conduit.spi.ConduitException;
-import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramIterationValue;
 import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
@@ -159,13 +158,13 @@ final class PerfPlot {
         XYSeriesCollection data = new XYSeriesCollection();
         for (PerfResult r : rows) {
             XYSeries series = new XYSeries(r.test().sized() ? PerfParsing.formatSize(r.size()) + " B" : "8 B", false, true);
-            Histogram h = r.latency();
+            LatencyHistogram h = r.latency();
             long total = h.getTotalCount();
             for (HistogramIterationValue v : h.percentiles(5)) {
                 double p = v.getPercentileLevelIteratedTo() / 100;
                 // The last point (100%) has no finite x: place it where one sample in `total` would be.
                 double x = p >= 1 ? Math.max(1, total) : 1 / (1 - p);
-                series.add(Math.min(x, Math.max(1, total)), Math.max(0.001, v.getValueIteratedTo() / 1e3));
+                series.add(Math.min(x, Math.max(1, total)), Math.max(0.001, Math.min(v.getValueIteratedTo(), h.largest()) / 1e3));
             }
             data.addSeries(series);
         }

@@ -1,7 +1,5 @@
 package dev.conduit.tools;
 
-import org.HdrHistogram.Histogram;
-
 import java.util.Map;
 
 /**
@@ -19,7 +17,7 @@ import java.util.Map;
  *                     ({@code allocatedBytes}) and the server's from READY to END ({@code serverAllocatedBytes}),
  *                     and for ipc_import the IPC cache's hits and misses during it
  */
-record PerfResult(PerfTest test, String variant, long size, long iterations, long warmup, long elapsedNanos, Histogram latency,
+record PerfResult(PerfTest test, String variant, long size, long iterations, long warmup, long elapsedNanos, LatencyHistogram latency,
                   String skipped, Map<String, Long> counters) {
 
     PerfResult {
@@ -59,15 +57,17 @@ record PerfResult(PerfTest test, String variant, long size, long iterations, lon
     /** The latency at {@code percentile} (0..100) in microseconds, or NaN without a distribution. */
     double latencyMicros(double percentile) {
         if (latency == null || latency.getTotalCount() == 0) return Double.NaN;
-        return latency.getValueAtPercentile(percentile) / 1e3;
+        // HdrHistogram gives the top of the bucket that holds the percentile's sample; past the largest sample (one in that
+        // sample's bucket) it read above the max, as p99.99 of fewer than 10,000 samples does.
+        return Math.min(latency.getValueAtPercentile(percentile), latency.largest()) / 1e3;
     }
 
     double maxMicros() {
-        return latency == null || latency.getTotalCount() == 0 ? Double.NaN : latency.getMaxValue() / 1e3;
+        return latency == null || latency.getTotalCount() == 0 ? Double.NaN : latency.largest() / 1e3;
     }
 
     double minMicros() {
-        return latency == null || latency.getTotalCount() == 0 ? Double.NaN : latency.getMinValue() / 1e3;
+        return latency == null || latency.getTotalCount() == 0 ? Double.NaN : latency.smallest() / 1e3;
     }
 
     double meanMicros() {

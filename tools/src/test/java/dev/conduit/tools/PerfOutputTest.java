@@ -1,6 +1,5 @@
 package dev.conduit.tools;
 
-import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -43,8 +42,8 @@ class PerfOutputTest {
     }
 
     /** 1000 samples around {@code nanos}, with a tail. */
-    private static Histogram histogram(long nanos) {
-        Histogram h = new Histogram(PerfClient.HIGHEST_NANOS, 3);
+    private static LatencyHistogram histogram(long nanos) {
+        LatencyHistogram h = new LatencyHistogram();
         for (int i = 0; i < 1000; i++) h.recordValue(nanos + i % 50 + (i == 999 ? nanos * 20 : 0));
         return h;
     }
@@ -78,7 +77,7 @@ class PerfOutputTest {
      */
     @Test
     void theTailIsGivenAsP99Point9P99Point99AndMaxInTheTableAndTheJson() {
-        Histogram h = new Histogram(PerfClient.HIGHEST_NANOS, 3);
+        LatencyHistogram h = new LatencyHistogram();
         h.recordValueWithCount(1_000, 99_900);
         h.recordValueWithCount(50_000, 90);
         h.recordValueWithCount(1_000_000, 10);
@@ -97,7 +96,7 @@ class PerfOutputTest {
         Map<String, Object> latency = Json.object(Json.objects(JsonParser.parseObject(json.toString()), "results").getFirst(), "latencyMicros");
         assertThat(((Number) latency.get("p99.9")).doubleValue()).isEqualTo(1.0);
         assertThat(((Number) latency.get("p99.99")).doubleValue()).isCloseTo(50.0, within(0.1)); // HdrHistogram's 3 digits
-        assertThat(((Number) latency.get("max")).doubleValue()).isCloseTo(1000.0, within(1.0));
+        assertThat(((Number) latency.get("max")).doubleValue()).isEqualTo(1000.0);
     }
 
     /**
@@ -124,6 +123,39 @@ class PerfOutputTest {
         assertThat(((Number) rows.get(1).get("megabytesPerSecond")).doubleValue()).isEqualTo(0.00002);
         assertThat(PerfText.megabytes(8_729.149)).isEqualTo("8,729.1");
         assertThat(PerfText.megabytes(0.9996)).isEqualTo("1.00");
+    }
+
+    /**
+     * The max is the largest sample as it was taken, in the table and the JSON, as is the min: HdrHistogram's own max is
+     * the top of the largest sample's bucket, so a slowest round trip of 8,028,123 ns read 8,028.159 µs in the JSON, one of
+     * 43,029,049 ns 43,057 µs in the table, and a fastest of 2,049,000 ns, 2,048 µs.
+     */
+    @Test
+    void theMaxAndMinAreTheSamplesTakenNotTheirBucketsEdges() {
+        LatencyHistogram h = new LatencyHistogram();
+        h.recordValueWithCount(2_100, 998);
+        h.recordValue(2_049_000);
+        h.recordValue(8_028_123);
+        PerfResult row = new PerfResult(PerfTest.AM_LAT, null, 8, 1000, 100, 20_000_000, h, null, Map.of());
+        PerfResult small = new PerfResult(PerfTest.AM_LAT, null, 8, 1000, 100, 20_000_000, histogram(2_049_000), null, Map.of());
+        PerfRun base = run();
+        PerfRun run = new PerfRun(base.version(), base.date(), base.transport(), base.wakeup(), base.peers(), base.client(), base.server(),
+                base.bootstrap(), base.timerNanos(), base.machine(), List.of(row, small));
+
+        StringWriter json = new StringWriter();
+        PerfJson.write(run, new PrintWriter(json));
+        List<Map<String, Object>> rows = Json.objects(JsonParser.parseObject(json.toString()), "results");
+        Map<String, Object> latency = Json.object(rows.getFirst(), "latencyMicros");
+        assertThat(((Number) latency.get("max")).doubleValue()).isEqualTo(8028.123);
+        // p99.99 of 1000 samples is the largest: the sample, not its bucket's top above the max
+        assertThat(((Number) latency.get("p99.99")).doubleValue()).isEqualTo(8028.123);
+        assertThat(((Number) latency.get("min")).doubleValue()).isEqualTo(2.1);
+        assertThat(((Number) Json.object(rows.get(1), "latencyMicros").get("min")).doubleValue()).isEqualTo(2049.0);
+
+        StringWriter text = new StringWriter();
+        PerfText.table(List.of(small), new PrintWriter(text, true));
+        // 1000 samples of 2,049,000 + i % 50 ns, the last 20 times as long: max 43,029,049 ns, the top of its bucket 43,057,151.
+        assertThat(text.toString()).containsPattern("\\s43,029\\s+43,029\\s*$");
     }
 
     @Test
