@@ -394,6 +394,8 @@ final class PerfCommand implements Callable<Integer> {
         options.settings().forEach((k, v) -> serverArguments.addAll(List.of("--set", k + "=" + v)));
         String gone = PerfPeer.removeDirectoriesOfGoneRuns(parent);
         if (gone != null) err.println(gone);
+        String oneCpu = oneCpuWarning(Runtime.getRuntime().availableProcessors(), plan.wakeup());
+        if (oneCpu != null) err.println(oneCpu);
         PerfPeer peer = PerfPeer.start(parent, sharedDir != null ? PerfPeer.ParentSource.OPTION : PerfPeer.ParentSource.CONFIGURATION,
                 serverArguments);
         PerfRun run;
@@ -607,6 +609,19 @@ final class PerfCommand implements Callable<Integer> {
         } catch (java.io.IOException e) {
             return dir.toAbsolutePath().normalize(); // not there: the error that follows names it, the best this can say
         }
+    }
+
+    /**
+     * What a spawned run that may use one CPU says before it starts its server, or {@code null}: the server inherits the
+     * client's affinity (taskset) and cgroup, and two sides that busy-poll on one CPU take turns at the scheduler's time
+     * slice, so that a round trip of a microsecond or two measured 5-10 ms, and nothing in the table said why.
+     */
+    static String oneCpuWarning(int processors, PerfPlan.Wakeup wakeup) {
+        if (processors > 1 || wakeup != PerfPlan.Wakeup.BUSY) return null;
+        return "conduit perf: warning: this process may use 1 CPU (its affinity, as taskset sets it, or its cgroup's CPU limit), "
+                + "and the server it starts inherits it: the two sides poll busily and take turns on that CPU a scheduler time slice "
+                + "(milliseconds) at a time, which is what the latencies will show, not the transport's. Give it 2 CPUs or more "
+                + "(taskset -c 0,1), or wait with --wakeup await, or start the server apart (--server) on another CPU";
     }
 
     /** The cost of one System.nanoTime() call, in nanoseconds (after a short warm-up). */
