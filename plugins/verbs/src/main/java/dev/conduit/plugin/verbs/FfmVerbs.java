@@ -746,7 +746,8 @@ final class FfmVerbs implements Verbs {
             try {
                 checked("ibv_destroy_cq", device, destroyCq, cq);
                 if (owner != null) {
-                    owner.completionQueues.remove(cq.address());
+                    // This queue only: once destroyed, its address may already be a new queue's, created on another worker's thread.
+                    owner.completionQueues.remove(cq.address(), this);
                 }
             } finally {
                 arena.close();
@@ -909,9 +910,10 @@ final class FfmVerbs implements Verbs {
             closed = true;
             try {
                 checked("ibv_destroy_qp", device, destroyQp, qp);
-                // Not before: a queue pair that could not be destroyed may still have events, which must still find it.
+                // Not before: a queue pair that could not be destroyed may still have events, which must still find it. This one
+                // only: once destroyed, its address may already be a new queue pair's, created on another worker's thread.
                 if (owner != null) {
-                    owner.queuePairs.remove(qp.address());
+                    owner.queuePairs.remove(qp.address(), this);
                 }
             } finally {
                 arena.close();

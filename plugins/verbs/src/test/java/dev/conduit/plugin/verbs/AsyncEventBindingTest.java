@@ -43,12 +43,7 @@ class AsyncEventBindingTest {
     void eventsAreReadWithoutWaitingMatchedToTheirObjectsAndAcknowledged(@TempDir Path directory) throws Throwable {
         assumeTrue(Files.isExecutable(GCC), "gcc is not installed at " + GCC);
         assumeTrue(Files.isRegularFile(HEADER), HEADER + " is missing: install libibverbs-dev");
-        Path source = directory.resolve("verbs_async_shim.c");
-        try (InputStream in = AsyncEventBindingTest.class.getResourceAsStream("verbs_async_shim.c")) {
-            Files.copy(in, source);
-        }
-        Path library = directory.resolve("libverbs_async_shim.so");
-        compile(source, library);
+        Path library = shim(directory);
         SymbolLookup shim = SymbolLookup.libraryLookup(library, Arena.global());
         Linker linker = Linker.nativeLinker();
         MethodHandle raise = linker.downcallHandle(shim.find("shim_raise").orElseThrow(), FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_INT));
@@ -99,6 +94,57 @@ class AsyncEventBindingTest {
             cq.close();
             pd.close();
         }
+    }
+
+    /**
+     * Queue pairs and completion queues of one context are created and destroyed on the progress
+     * threads of its workers. Once {@code ibv_destroy_qp} returns on one thread, the allocator may
+     * give its address to an {@code ibv_create_qp} on another, which registers the new queue pair at
+     * that address before the first thread unregisters the old one: unregistering by address alone
+     * removed the new queue pair, whose events then named no queue pair and failed nothing. The shim
+     * returns one address for every queue pair and queue, so creating the second before closing the
+     * first leaves the registry as that interleaving does.
+     */
+    @Test
+    void aQueuePairOrQueueDestroyedAfterItsAddressWasReusedLeavesTheNewOneMatched(@TempDir Path directory) throws Throwable {
+        assumeTrue(Files.isExecutable(GCC), "gcc is not installed at " + GCC);
+        assumeTrue(Files.isRegularFile(HEADER), HEADER + " is missing: install libibverbs-dev");
+        Path library = shim(directory);
+        SymbolLookup shim = SymbolLookup.libraryLookup(library, Arena.global());
+        Linker linker = Linker.nativeLinker();
+        MethodHandle raise = linker.downcallHandle(shim.find("shim_raise").orElseThrow(), FunctionDescriptor.ofVoid(JAVA_LONG, JAVA_INT));
+        long qpAddress = ((MemorySegment) linker.downcallHandle(shim.find("shim_qp").orElseThrow(), FunctionDescriptor.of(ADDRESS))
+                .invokeExact()).address();
+        long cqAddress = ((MemorySegment) linker.downcallHandle(shim.find("shim_cq").orElseThrow(), FunctionDescriptor.of(ADDRESS))
+                .invokeExact()).address();
+
+        try (Verbs.Device device = FfmVerbs.load(library.toString()).open("shim0")) {
+            Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
+            Verbs.CompletionQueue oldCq = device.createCompletionQueue(16, null);
+            Verbs.QueuePair oldQp = pd.createQueuePair(oldCq, oldCq, 4, 4);
+            Verbs.CompletionQueue newCq = device.createCompletionQueue(16, null);
+            Verbs.QueuePair newQp = pd.createQueuePair(newCq, newCq, 4, 4);
+            oldQp.close();
+            oldCq.close();
+
+            raise.invokeExact(qpAddress, VerbsAbi.IBV_EVENT_QP_FATAL);
+            assertThat(device.takeAsyncEvent().queuePair()).as("the queue pair now at the address").isSameAs(newQp);
+            raise.invokeExact(cqAddress, VerbsAbi.IBV_EVENT_CQ_ERR);
+            assertThat(device.takeAsyncEvent().completionQueue()).as("the queue now at the address").isSameAs(newCq);
+            newQp.close();
+            newCq.close();
+            pd.close();
+        }
+    }
+
+    private static Path shim(Path directory) throws IOException, InterruptedException {
+        Path source = directory.resolve("verbs_async_shim.c");
+        try (InputStream in = AsyncEventBindingTest.class.getResourceAsStream("verbs_async_shim.c")) {
+            Files.copy(in, source);
+        }
+        Path library = directory.resolve("libverbs_async_shim.so");
+        compile(source, library);
+        return library;
     }
 
     private static void compile(Path source, Path library) throws IOException, InterruptedException {
