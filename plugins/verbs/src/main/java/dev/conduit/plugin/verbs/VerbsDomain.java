@@ -1,5 +1,6 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.spi.Config;
 import dev.conduit.spi.ConduitException;
@@ -36,7 +37,10 @@ final class VerbsDomain {
     private int users;
     /** The transports' queues of asynchronous events: the context has one event queue, which every transport of it needs. */
     private final List<Queue<Verbs.AsyncEvent>> eventQueues = new CopyOnWriteArrayList<>();
-    /** Why the device context can no longer be used ({@code IBV_EVENT_DEVICE_FATAL}), or {@code null}. */
+    /**
+     * What made the device context unusable ({@code IBV_EVENT_DEVICE_FATAL}, or its events no longer
+     * readable: {@code EIO}), naming the device, or {@code null} while it works.
+     */
     private volatile String fatal;
 
     private VerbsDomain(Verbs.Device device, String deviceName, int port, Verbs.PortAttributes portAttributes,
@@ -262,18 +266,52 @@ final class VerbsDomain {
     /**
      * Takes every pending asynchronous event of the device (each acknowledged as it is taken) and
      * adds it to every subscribed queue: whichever transport looks first reads them for all, and
-     * each transport acts on the events of its own queue pairs and queues. {@code IBV_EVENT_DEVICE_FATAL}
-     * also marks the context failed, so that the next {@link Holder#acquire} opens the device again.
+     * each transport acts on the events of its own queue pairs and queues. {@code IBV_EVENT_DEVICE_FATAL},
+     * or {@code EIO} from reading them, marks the context failed ({@link #failure}), so that the next
+     * {@link Holder#acquire} opens the device again; nothing is read after that.
      */
     synchronized void takeAsyncEvents() {
-        for (Verbs.AsyncEvent event; (event = device.takeAsyncEvent()) != null; ) {
+        if (fatal != null) {
+            // Every user fails all it has on the context, so nothing it reports now changes anything; and once the kernel
+            // detached the context, every read fails for ever.
+            return;
+        }
+        while (true) {
+            Verbs.AsyncEvent event;
+            try {
+                event = device.takeAsyncEvent();
+            } catch (ErrnoException e) {
+                if (e.errno() != Errno.EIO) {
+                    throw e;
+                }
+                // The kernel detached the context (the device was removed or reset): it dropped the events not read, maybe
+                // IBV_EVENT_DEVICE_FATAL with them, and answers EIO to every read, also non-blocking (Linux's "IB/uverbs: Fix
+                // to consider event queue closing also upon non-blocking mode", 2023). This is all that says the device is gone.
+                fatal = "the asynchronous events of device " + deviceName + " cannot be read (ibv_get_async_event: EIO): the kernel "
+                        + "detached this process from the device (it was removed or reset, or its driver unloaded; see dmesg)";
+                return;
+            }
+            if (event == null) {
+                return;
+            }
             if (event.type() == VerbsAbi.IBV_EVENT_DEVICE_FATAL) {
-                fatal = VerbsAbi.eventType(event.type());
+                fatal = VerbsAbi.eventType(event.type()) + " on device " + deviceName + ": the adapter stopped (a firmware or hardware "
+                        + "error, or the device was removed; see dmesg)";
             }
             for (Queue<Verbs.AsyncEvent> queue : eventQueues) {
                 queue.add(event);
             }
         }
+    }
+
+    /**
+     * What made the device context unusable, naming the device and the cause, or {@code null} while
+     * it works. Every transport of the context looks at it after its events, also one that
+     * subscribed after {@code IBV_EVENT_DEVICE_FATAL} was handed out, or that never saw it because the
+     * kernel dropped it.
+     */
+    String failure() {
+        return fatal;
     }
 
     String deviceName() {

@@ -137,6 +137,8 @@ final class VerbsTransport implements Transport {
      * completion queues), with the remedy; {@code null} while it can.
      */
     private String unusable;
+    /** Whether every connection was failed for the device context's failure ({@link VerbsDomain#failure}). */
+    private boolean deviceFailed;
 
     /** A queue pair of this transport, found by the slot in its work-request ids. */
     abstract static class Connection {
@@ -400,6 +402,10 @@ final class VerbsTransport implements Transport {
     @Override
     public TransportEndpoint connect(PayloadReader peer, EndpointEvents events) {
         ensureOpen();
+        if (unusable == null && domain.failure() != null) {
+            // Known to the context before this worker's next look at its events, or before it subscribed to them.
+            failWithTheDevice();
+        }
         if (unusable != null) {
             throw new ConduitException("verbs: this worker cannot connect: " + unusable);
         }
@@ -599,7 +605,23 @@ final class VerbsTransport implements Transport {
         for (Verbs.AsyncEvent event; (event = asyncEvents.poll()) != null; ) {
             events += onAsyncEvent(event);
         }
+        // Not only by the event: this transport may have subscribed after another handed IBV_EVENT_DEVICE_FATAL out, and a
+        // context the kernel detached reports no event at all, only EIO.
+        if (domain.failure() != null) {
+            events += failWithTheDevice();
+        }
         return events;
+    }
+
+    /** Fails every connection and every later {@code connect}, once, for what made the device context unusable. */
+    private int failWithTheDevice() {
+        if (deviceFailed) {
+            return 0;
+        }
+        deviceFailed = true;
+        unusable = domain.failure() + ", and nothing opened on it works any more: close this worker and open a new one, which opens "
+                + "the device again";
+        return failEveryConnection(unusable);
     }
 
     private int onAsyncEvent(Verbs.AsyncEvent event) {
@@ -638,10 +660,8 @@ final class VerbsTransport implements Transport {
                         + "connection is not kept across it (docs/decisions.md): connect again once the port is ACTIVE");
             }
             case VerbsAbi.IBV_EVENT_DEVICE_FATAL -> {
-                unusable = name + " on " + device + ": the adapter stopped (a firmware or hardware error, or the device was removed; "
-                        + "see dmesg), and nothing opened on it works any more: close this worker and open a new one, which opens the "
-                        + "device again";
-                return failEveryConnection(unusable);
+                // The domain marked itself failed when it read the event, naming it.
+                return failWithTheDevice();
             }
             case VerbsAbi.IBV_EVENT_CQ_ERR -> {
                 String queue = event.completionQueue() == sendQueue ? "send" : event.completionQueue() == receiveQueue ? "receive" : null;

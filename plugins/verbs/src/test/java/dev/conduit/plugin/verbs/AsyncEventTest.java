@@ -166,6 +166,60 @@ class AsyncEventTest {
         assertThat(verbs.openObjects()).as("both contexts' protection domains closed").isZero();
     }
 
+    /**
+     * A device removed or reset: the kernel detaches the context, drops its events not read (maybe
+     * {@code IBV_EVENT_DEVICE_FATAL} with them) and answers {@code EIO} to every read. Each liveness
+     * look threw that {@code EIO} out of {@code progress} (the worker's every round, every 20 ms),
+     * failed no connection, and the context was handed on to the next worker as if it worked.
+     */
+    @Test
+    void aContextTheKernelDetachedFailsEveryConnectionAndTheNextWorkerOpensTheDeviceAgain() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TestWorker c = peer();
+        connected(a.connect(b), a, b);
+        verbs.detach();
+        progressUntil(() -> a.failures.size() == 1 && b.sendersClosed.size() == 1, a, b, c);
+        assertThat(a.failures.getFirst().getMessage()).contains(": the asynchronous events of device loop0 cannot be read "
+                + "(ibv_get_async_event: EIO): the kernel detached this process from the device (it was removed or reset")
+                .contains("close this worker and open a new one, which opens the device again");
+        assertThatThrownBy(() -> a.connect(c)).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("verbs: this worker cannot connect: the asynchronous events of device loop0 cannot be read");
+
+        VerbsDomain.Holder domains = new VerbsDomain.Holder(library -> verbs, VerbsDomain.SYSFS);
+        dev.conduit.tck.TestContext context = dev.conduit.tck.TestContext.of("verbs.wireup.address", "127.0.0.1");
+        VerbsDomain detached = domains.acquire(context.config(), context.logger());
+        verbs.detach();
+        detached.takeAsyncEvents();
+        VerbsDomain reopened = domains.acquire(context.config(), context.logger());
+        assertThat(reopened).as("a new context, not the detached one").isNotSameAs(detached);
+        domains.release(detached);
+        domains.release(reopened);
+    }
+
+    /**
+     * A worker that acquired the context before its device failed and subscribed to its events after
+     * another worker of the context had taken {@code IBV_EVENT_DEVICE_FATAL} and handed it out never
+     * got the event: it connected on a dead context.
+     */
+    @Test
+    void aWorkerThatSubscribedAfterAnotherTookTheDeviceFailureIsToldToo() {
+        VerbsDomain.Holder domains = new VerbsDomain.Holder(library -> verbs, VerbsDomain.SYSFS);
+        dev.conduit.tck.TestContext context = dev.conduit.tck.TestContext.of("verbs.wireup.address", "127.0.0.1");
+        VerbsDomain domain = domains.acquire(context.config(), context.logger());
+        VerbsDomain other = domains.acquire(context.config(), context.logger());
+        verbs.raisePortEvent(IBV_EVENT_DEVICE_FATAL, 0);
+        other.takeAsyncEvents();
+        VerbsTransport late = new VerbsTransport(domains, domain, context.forTransport(dev.conduit.spi.ThreadMode.SINGLE, null),
+                dev.conduit.linux.Linux.libc());
+        closing.add(late);
+        closing.add(() -> domains.release(other));
+        byte[] address = peer().transport.address();
+        assertThatThrownBy(() -> late.connect(new dev.conduit.spi.PayloadReader(address, 0, address.length, "address.verbs."), f -> { }))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("verbs: this worker cannot connect: IBV_EVENT_DEVICE_FATAL on device loop0: the adapter stopped");
+    }
+
     @Test
     void aCompletionQueueErrorFailsEveryConnectionOfItsWorkerOnly() {
         TestWorker a = peer();

@@ -259,6 +259,20 @@ final class LoopbackVerbs implements Verbs {
         }
     }
 
+    /**
+     * Detaches every open context from the device, as the kernel does when the device is removed or
+     * reset: the events not read yet are dropped and every {@code ibv_get_async_event} fails with
+     * {@code EIO}, also on a non-blocking descriptor (Linux's "IB/uverbs: Fix to consider event queue
+     * closing also upon non-blocking mode", 2023). Nothing else of the contexts fails here: only what
+     * the events say is simulated.
+     */
+    synchronized void detach() {
+        for (LoopDevice device : devices) {
+            device.asyncEvents.clear();
+            device.detached = true;
+        }
+    }
+
     /** Raises {@code IBV_EVENT_CQ_ERR} on {@code queue}. */
     synchronized void raiseCompletionQueueEvent(CompletionQueue queue) {
         ((Cq) queue).device.asyncEvents.add(new AsyncEvent(IBV_EVENT_CQ_ERR, null, queue, 0));
@@ -310,6 +324,8 @@ final class LoopbackVerbs implements Verbs {
 
     private final class LoopDevice implements Device {
         final ArrayDeque<AsyncEvent> asyncEvents = new ArrayDeque<>();
+        /** Whether {@link #detach} detached it: its events read {@code EIO}. */
+        boolean detached;
 
         @Override
         public DeviceAttributes attributes() {
@@ -356,6 +372,9 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public AsyncEvent takeAsyncEvent() {
             synchronized (LoopbackVerbs.this) {
+                if (detached) {
+                    throw new ErrnoException("ibv_get_async_event", Errno.EIO, "loop0", "loop0, &event");
+                }
                 AsyncEvent event = asyncEvents.poll();
                 if (event == null) {
                     return null;
