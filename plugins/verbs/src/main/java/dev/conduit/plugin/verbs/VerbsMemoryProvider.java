@@ -18,6 +18,9 @@ import java.util.Map;
  *
  * <p>Verbs registers only memory it allocates itself: the SPI gives a plugin no access to another
  * plugin's chunks, so regions of memfd or posix pools cannot be RMA targets of verbs.
+ *
+ * <p>A chunk is refused once the device context failed ({@link VerbsDomain#failure}): the pool is
+ * closed and a new one opened, on a new context.
  */
 final class VerbsMemoryProvider implements MemoryProvider {
 
@@ -46,6 +49,12 @@ final class VerbsMemoryProvider implements MemoryProvider {
         ensureOpen();
         if (size <= 0 || size % PAGE != 0) {
             throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of " + PAGE);
+        }
+        // Read here too: a process with a pool and no transport of the plugin would otherwise never learn the device failed.
+        domain.takeAsyncEvents();
+        if (domain.failure() != null) {
+            throw new ConduitException("verbs: cannot allocate a chunk of " + size + " bytes: " + domain.failure() + ", and nothing "
+                    + "registered on it works any more: close this pool and open a new one, which opens the device again");
         }
         Arena arena = Arena.ofShared();
         try {

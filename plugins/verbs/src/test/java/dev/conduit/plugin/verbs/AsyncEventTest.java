@@ -220,6 +220,28 @@ class AsyncEventTest {
                 .hasMessageStartingWith("verbs: this worker cannot connect: IBV_EVENT_DEVICE_FATAL on device loop0: the adapter stopped");
     }
 
+    /**
+     * A pool's provider holds the context it opened: after the device failed it went on registering
+     * chunks on the dead context (on a device, {@code ibv_reg_mr} then fails with an errno that names
+     * no cause), also where no transport of the plugin was there to read the event.
+     */
+    @Test
+    void aProviderOnAFailedContextRefusesChunksNamingTheFailureAndANewOneOpensTheDeviceAgain() {
+        TestWorker a = peer();
+        dev.conduit.spi.MemoryProvider memory = a.memory();
+        closing.add(memory::close);
+        dev.conduit.spi.Chunk before = memory.allocate(memory.pageSize());
+        verbs.raisePortEvent(IBV_EVENT_DEVICE_FATAL, 0);
+        assertThatThrownBy(() -> memory.allocate(memory.pageSize())).isInstanceOf(ConduitException.class)
+                .hasMessage("verbs: cannot allocate a chunk of 4096 bytes: IBV_EVENT_DEVICE_FATAL on device loop0: the adapter stopped (a "
+                        + "firmware or hardware error, or the device was removed; see dmesg), and nothing registered on it works any more: "
+                        + "close this pool and open a new one, which opens the device again");
+        memory.free(before);
+        try (dev.conduit.spi.MemoryProvider reopened = a.memory()) {
+            reopened.free(reopened.allocate(reopened.pageSize()));
+        }
+    }
+
     @Test
     void aCompletionQueueErrorFailsEveryConnectionOfItsWorkerOnly() {
         TestWorker a = peer();
