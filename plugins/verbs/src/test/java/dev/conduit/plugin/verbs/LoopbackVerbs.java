@@ -60,7 +60,9 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       error state first, as the adapter does. {@code takeAsyncEvent} reports one and acknowledges
  *       it as {@code ibv_get_async_event} and {@code ibv_ack_async_event} do; {@code ibv_destroy_qp}
  *       of a queue pair with an event reported and not acknowledged is refused, where the library
- *       would wait for ever, and drops its events not yet reported, as the kernel does;</li>
+ *       would wait for ever, and drops its events not yet reported, as the kernel does; and the
+ *       kernel's detaching of the contexts from a device removed or reset ({@link #detach}: events
+ *       dropped, every read {@code EIO});</li>
  *   <li>on request, the completions of one completion queue come late ({@link #delayCompletions}): a
  *       work request still acts at once (a write lands), but its completion reaches the queue
  *       only at {@link #completeDelayed}, as a device's comes after the peer's acknowledgement.</li>
