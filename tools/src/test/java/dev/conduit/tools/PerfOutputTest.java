@@ -41,6 +41,13 @@ class PerfOutputTest {
                 new PerfRun.Machine("Some CPU \u00ae", 2, "6.1.0", "25", "VM", "0.50 0.40 0.30"), results);
     }
 
+    /** {@link #run()}'s header with {@code results} as its rows. */
+    private static PerfRun runOf(List<PerfResult> results) {
+        PerfRun base = run();
+        return new PerfRun(base.version(), base.date(), base.transport(), base.wakeup(), base.peers(), base.client(), base.server(),
+                base.bootstrap(), base.timerNanos(), base.machine(), results);
+    }
+
     /** 1000 samples around {@code nanos}, with a tail. */
     private static LatencyHistogram histogram(long nanos) {
         LatencyHistogram h = new LatencyHistogram();
@@ -82,9 +89,7 @@ class PerfOutputTest {
         h.recordValueWithCount(50_000, 90);
         h.recordValueWithCount(1_000_000, 10);
         PerfResult row = new PerfResult(PerfTest.AM_LAT, null, 8, 100_000, 1000, 200_000_000, h, null, Map.of());
-        PerfRun base = run();
-        PerfRun run = new PerfRun(base.version(), base.date(), base.transport(), base.wakeup(), base.peers(), base.client(), base.server(),
-                base.bootstrap(), base.timerNanos(), base.machine(), List.of(row));
+        PerfRun run = runOf(List.of(row));
 
         StringWriter text = new StringWriter();
         PerfText.table(run.results(), new PrintWriter(text, true));
@@ -105,11 +110,9 @@ class PerfOutputTest {
      */
     @Test
     void aRateBelowOneMegabyteASecondKeepsItsDigitsInTheTableAndTheJson() {
-        PerfRun base = run();
-        PerfRun run = new PerfRun(base.version(), base.date(), base.transport(), base.wakeup(), base.peers(), base.client(), base.server(),
-                base.bootstrap(), base.timerNanos(), base.machine(), List.of(
-                        new PerfResult(PerfTest.AM_LAT, null, 8, 300, 30, 1_000_000_000, histogram(3_000_000), null, Map.of()),
-                        new PerfResult(PerfTest.AM_LAT, null, 1, 20, 2, 1_000_000_000, histogram(3_000_000), null, Map.of())));
+        PerfRun run = runOf(List.of(
+                new PerfResult(PerfTest.AM_LAT, null, 8, 300, 30, 1_000_000_000, histogram(3_000_000), null, Map.of()),
+                new PerfResult(PerfTest.AM_LAT, null, 1, 20, 2, 1_000_000_000, histogram(3_000_000), null, Map.of())));
 
         StringWriter text = new StringWriter();
         PerfText.table(run.results(), new PrintWriter(text, true));
@@ -138,9 +141,7 @@ class PerfOutputTest {
         h.recordValue(8_028_123);
         PerfResult row = new PerfResult(PerfTest.AM_LAT, null, 8, 1000, 100, 20_000_000, h, null, Map.of());
         PerfResult small = new PerfResult(PerfTest.AM_LAT, null, 8, 1000, 100, 20_000_000, histogram(2_049_000), null, Map.of());
-        PerfRun base = run();
-        PerfRun run = new PerfRun(base.version(), base.date(), base.transport(), base.wakeup(), base.peers(), base.client(), base.server(),
-                base.bootstrap(), base.timerNanos(), base.machine(), List.of(row, small));
+        PerfRun run = runOf(List.of(row, small));
 
         StringWriter json = new StringWriter();
         PerfJson.write(run, new PrintWriter(json));
