@@ -5,8 +5,8 @@ import org.HdrHistogram.Histogram;
 /**
  * The latencies of one {@code conduit perf} row, in nanoseconds up to {@link PerfClient#HIGHEST_NANOS}, to 3 significant
  * digits, and the largest and smallest sample as they were: HdrHistogram's own {@link #getMaxValue()} is the highest value
- * of the largest sample's bucket, up to 1/1024 above it (a max of 8,028,123 ns reads 8,028,159; 10,000 reads 10,007), so a
- * table's max was not the largest sample taken.
+ * of the largest sample's bucket, up to 1/1024 above it (a max of 8,028,123 ns reads 8,028,159; 10,000 reads 10,007), not a
+ * sample taken.
  */
 final class LatencyHistogram extends Histogram {
 

@@ -341,6 +341,5 @@ final class ReclaimCommand implements Callable<Integer> {
                 case DEAD_OWNERS_FILE -> "dead owner " + file.owner();
             };
         }
-
     }
 }

@@ -1,8 +1,7 @@
 package dev.conduit.internal.worker;
 
 /**
- * A count and its noun, singular for one, for the messages a user reads: a put of one byte out of
- * range, or one message waiting in the local queue, read "1 bytes", "1 messages".
+ * A count and its noun, singular for one, for the messages a user reads: "1 byte", "1 message".
  */
 final class Counts {
 
