@@ -31,7 +31,7 @@ class BindingTest {
 
     /**
      * Until 2026-12-06 handles were bound by family: the probe's getpid bound getuid, geteuid and
-     * getpagesize with it, and the first memfd_create and close of a JVM bound 20 more (open, read,
+     * getpagesize with it, and the first memfd_create and close of a JVM bound 19 more (open, read,
      * write, statx, ...), which a fresh Conduit.open() paid for in its probes.
      */
     @Test
