@@ -101,8 +101,8 @@ class RuntimeImageTest {
         linked = tmp.resolve("linked");
         run(List.of(jdkTool("jlink"), "--module-path", mp,
                 "--add-modules", "org.example.imaged,dev.conduit.plugin.memfd,dev.conduit.plugin.posix",
-                "--add-options=--enable-native-access=dev.conduit.linux", "--strip-debug", "--no-header-files", "--no-man-pages",
-                "--output", linked.toString()), Map.of());
+                "--add-options=--enable-native-access=dev.conduit.linux", "--strip-debug", "--compress=zip-6", "--no-header-files",
+                "--no-man-pages", "--output", linked.toString()), Map.of());
     }
 
     @Test
