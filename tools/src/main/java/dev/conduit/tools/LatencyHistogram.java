@@ -2,6 +2,8 @@ package dev.conduit.tools;
 
 import org.HdrHistogram.Histogram;
 
+import java.io.Serial;
+
 /**
  * The latencies of one {@code conduit perf} row, in nanoseconds up to {@link PerfClient#HIGHEST_NANOS}, to 3 significant
  * digits, and the largest and smallest sample as they were: HdrHistogram's own {@link #getMaxValue()} is the highest value
@@ -10,7 +12,7 @@ import org.HdrHistogram.Histogram;
  */
 final class LatencyHistogram extends Histogram {
 
-    @java.io.Serial private static final long serialVersionUID = 1L;
+    @Serial private static final long serialVersionUID = 1L;
 
     private long largest = Long.MIN_VALUE;
     private long smallest = Long.MAX_VALUE;

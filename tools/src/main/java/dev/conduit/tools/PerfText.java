@@ -1,6 +1,9 @@
 package dev.conduit.tools;
 
 import java.io.PrintWriter;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.nio.charset.Charset;
 import java.util.List;
 import java.util.Locale;
@@ -81,7 +84,7 @@ final class PerfText {
     static String megabytes(double v) {
         if (Double.isNaN(v)) return "-";
         if (v >= 1 || v == 0) return number(v, 1);
-        return new java.math.BigDecimal(v).round(new java.math.MathContext(3, java.math.RoundingMode.HALF_EVEN)).toPlainString();
+        return new BigDecimal(v).round(new MathContext(3, RoundingMode.HALF_EVEN)).toPlainString();
     }
 
     /** Microseconds with about three significant digits; {@code -} when there is no distribution. */
