@@ -34,6 +34,8 @@ final class VerbsDomain {
     private final byte[] gid;
     private final Verbs.ProtectionDomain pd;
     private final Verbs.ProtectionDomain outboundPd;
+    /** Where {@link #takeAsyncEvents} logs the events it hands to no transport: the logger of the user that opened the context. */
+    private final System.Logger logger;
     private int users;
     /** The transports' queues of asynchronous events: the context has one event queue, which every transport of it needs. */
     private final List<Queue<Verbs.AsyncEvent>> eventQueues = new CopyOnWriteArrayList<>();
@@ -45,7 +47,7 @@ final class VerbsDomain {
 
     private VerbsDomain(Verbs.Device device, String deviceName, int port, Verbs.PortAttributes portAttributes,
                         Verbs.DeviceAttributes deviceAttributes, int gidIndex, byte[] gid, Verbs.ProtectionDomain pd,
-                        Verbs.ProtectionDomain outboundPd) {
+                        Verbs.ProtectionDomain outboundPd, System.Logger logger) {
         this.device = device;
         this.deviceName = deviceName;
         this.port = port;
@@ -55,6 +57,7 @@ final class VerbsDomain {
         this.gid = gid;
         this.pd = pd;
         this.outboundPd = outboundPd;
+        this.logger = logger;
     }
 
     /** The real sysfs, where the kernel says which GIDs are RoCE v2. */
@@ -161,7 +164,7 @@ final class VerbsDomain {
                     } catch (RuntimeException e) {
                         throw new Teardown("closing the protection domain of device " + name).other(pd::close).suppressedInto(e);
                     }
-                    return new VerbsDomain(device, name, port, p, attributes, gidIndex, gid, pd, outboundPd);
+                    return new VerbsDomain(device, name, port, p, attributes, gidIndex, gid, pd, outboundPd, logger);
                 }
                 if (wantedPort > attributes.physicalPorts()) {
                     tried.add(name + " has no port " + wantedPort);
@@ -252,7 +255,10 @@ final class VerbsDomain {
         return device;
     }
 
-    /** A queue that {@link #takeAsyncEvents} fills with every asynchronous event of the device from now on, until {@link #unsubscribe}. */
+    /**
+     * A queue that {@link #takeAsyncEvents} fills from now on, until {@link #unsubscribe}, with the
+     * asynchronous events of the device that can fail a transport's connections ({@link #canFailConnections}).
+     */
     Queue<Verbs.AsyncEvent> subscribe() {
         Queue<Verbs.AsyncEvent> queue = new ConcurrentLinkedQueue<>();
         eventQueues.add(queue);
@@ -265,8 +271,9 @@ final class VerbsDomain {
 
     /**
      * Takes every pending asynchronous event of the device (each acknowledged as it is taken) and
-     * adds it to every subscribed queue: whichever transport looks first reads them for all, and
-     * each transport acts on the events of its own queue pairs and queues. {@code IBV_EVENT_DEVICE_FATAL},
+     * adds each that can fail connections ({@link #canFailConnections}) to every subscribed queue:
+     * whichever transport looks first reads them for all, and each transport acts on the events of
+     * its own queue pairs and queues. The others are logged here, once, at DEBUG. {@code IBV_EVENT_DEVICE_FATAL},
      * or {@code EIO} from reading them, marks the context failed ({@link #failure}), so that the next
      * {@link Holder#acquire} opens the device again; nothing is read after that.
      */
@@ -298,10 +305,33 @@ final class VerbsDomain {
                 fatal = VerbsAbi.eventType(event.type()) + " on device " + deviceName + ": the adapter stopped (a firmware or hardware "
                         + "error, or the device was removed; see dmesg)";
             }
+            if (!canFailConnections(event)) {
+                // Ports flapping and the subnet manager raise these all the process's life: queued for a worker that is
+                // never progressed, they would be held for ever.
+                Verbs.AsyncEvent informational = event;
+                logger.log(System.Logger.Level.DEBUG, () -> "verbs: device " + deviceName + ": asynchronous event " + informational
+                        + " (nothing of this worker fails)");
+                continue;
+            }
             for (Queue<Verbs.AsyncEvent> queue : eventQueues) {
                 queue.add(event);
             }
         }
+    }
+
+    /**
+     * Whether {@code event} is one a transport acts on ({@code VerbsTransport.onAsyncEvent}): a queue
+     * pair error on a queue pair this context created, an error of one of its completion queues, the
+     * port in use going down, the device failing.
+     */
+    private boolean canFailConnections(Verbs.AsyncEvent event) {
+        return switch (event.type()) {
+            case VerbsAbi.IBV_EVENT_QP_FATAL, VerbsAbi.IBV_EVENT_QP_REQ_ERR, VerbsAbi.IBV_EVENT_QP_ACCESS_ERR -> event.queuePair() != null;
+            case VerbsAbi.IBV_EVENT_CQ_ERR -> event.completionQueue() != null;
+            case VerbsAbi.IBV_EVENT_PORT_ERR -> event.port() == port;
+            case VerbsAbi.IBV_EVENT_DEVICE_FATAL -> true;
+            default -> false;
+        };
     }
 
     /**

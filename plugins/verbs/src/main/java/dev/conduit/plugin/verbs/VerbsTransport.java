@@ -130,7 +130,7 @@ final class VerbsTransport implements Transport {
     private long progressCount;
     private long lastLiveness = System.nanoTime();
     private boolean closed;
-    /** The device's asynchronous events, as {@link VerbsDomain#takeAsyncEvents} hands them to this transport. */
+    /** The device's asynchronous events that can fail connections, as {@link VerbsDomain#takeAsyncEvents} hands them to this transport. */
     private final Queue<Verbs.AsyncEvent> asyncEvents;
     /**
      * Why this transport can connect no more ({@code IBV_EVENT_DEVICE_FATAL}, or {@code IBV_EVENT_CQ_ERR} on one of its
@@ -595,9 +595,10 @@ final class VerbsTransport implements Transport {
      * queue pair in error fails its endpoint or drops its inbound connection; the port in use going
      * down fails every connection; a device failure or an error of this transport's completion
      * queues fails every connection and every later {@code connect}. Events of queue pairs and
-     * queues of another transport of the device, of another port, and the informational ones
-     * ({@code IBV_EVENT_COMM_EST}, {@code IBV_EVENT_PORT_ACTIVE}, {@code IBV_EVENT_LID_CHANGE}, …) fail
-     * nothing; they are logged at DEBUG.
+     * queues of another transport of the device fail nothing; they are logged at DEBUG. The
+     * informational ones ({@code IBV_EVENT_COMM_EST}, {@code IBV_EVENT_PORT_ACTIVE},
+     * {@code IBV_EVENT_LID_CHANGE}, …) and those of another port never reach this queue: the domain
+     * logs them where it reads them ({@link VerbsDomain#takeAsyncEvents}).
      */
     private int handleAsyncEvents() {
         domain.takeAsyncEvents();
@@ -611,6 +612,11 @@ final class VerbsTransport implements Transport {
             events += failWithTheDevice();
         }
         return events;
+    }
+
+    /** The events {@link VerbsDomain#takeAsyncEvents} handed to this transport and its progress has not acted on yet, for tests. */
+    int asyncEventsQueued() {
+        return asyncEvents.size();
     }
 
     /** Fails every connection and every later {@code connect}, once, for what made the device context unusable. */

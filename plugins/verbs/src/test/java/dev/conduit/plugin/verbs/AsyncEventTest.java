@@ -2,7 +2,10 @@ package dev.conduit.plugin.verbs;
 
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.PeerFailedException;
+import dev.conduit.spi.ThreadMode;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.RecordingLogger;
+import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -10,6 +13,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 
 import static dev.conduit.plugin.verbs.TestWorker.progressUntil;
 import static dev.conduit.plugin.verbs.VerbsAbi.*;
@@ -275,5 +279,56 @@ class AsyncEventTest {
         delivered(e, b, a, b);
         assertThat(a.failures).isEmpty();
         assertThat(b.sendersClosed).isEmpty();
+    }
+
+    /**
+     * Every event of the device was queued for every worker of the context until that worker looked
+     * at its events: a worker an application keeps and never progresses held each port flap and
+     * subnet-manager event for ever. Only what can fail a worker's connections is queued now; the
+     * rest is logged once, at DEBUG, where it is read.
+     */
+    @Test
+    void aWorkerNeverProgressedHoldsNoneOfTheInformationalEventsAnotherTakes() {
+        RecordingLogger log = new RecordingLogger();
+        VerbsPlugin plugin = new VerbsPlugin(library -> verbs);
+        TestContext context = TestContext.of("verbs.wireup.address", "127.0.0.1").withLogger(log);
+        VerbsTransport busy = (VerbsTransport) plugin.openTransport(context.forTransport(ThreadMode.SINGLE, null));
+        closing.add(busy);
+        VerbsTransport idle = (VerbsTransport) plugin.openTransport(context.forTransport(ThreadMode.SINGLE, null));
+        closing.add(idle);
+        int[] informational = {IBV_EVENT_PORT_ACTIVE, IBV_EVENT_LID_CHANGE, IBV_EVENT_GID_CHANGE, IBV_EVENT_SM_CHANGE,
+                IBV_EVENT_CLIENT_REREGISTER, IBV_EVENT_PKEY_CHANGE};
+        int flaps = 500;
+        for (int i = 0; i < flaps; i++) {
+            for (int type : informational) {
+                verbs.raisePortEvent(type, 1);
+            }
+            verbs.raisePortEvent(IBV_EVENT_PORT_ERR, 2);
+        }
+        int raised = flaps * (informational.length + 1);
+        progress(busy, () -> verbs.pendingAsyncEvents() == 0);
+        assertThat(verbs.asyncEventsTaken()).as("all taken and acknowledged").isEqualTo(raised);
+        assertThat(idle.asyncEventsQueued()).as("held for the worker never progressed").isZero();
+        assertThat(busy.asyncEventsQueued()).isZero();
+        assertThat(log.at(System.Logger.Level.DEBUG).stream().filter(m -> m.contains("asynchronous event")).toList())
+                .as("each logged once, by the context that read it").hasSize(raised)
+                .startsWith("verbs: device loop0: asynchronous event IBV_EVENT_PORT_ACTIVE on port 1 (nothing of this worker fails)")
+                .contains("verbs: device loop0: asynchronous event IBV_EVENT_PORT_ERR on port 2 (nothing of this worker fails)");
+
+        verbs.raisePortEvent(IBV_EVENT_PORT_ERR, 1);
+        progress(busy, () -> verbs.pendingAsyncEvents() == 0);
+        assertThat(idle.asyncEventsQueued()).as("the port in use going down is kept for it: it fails its connections").isEqualTo(1);
+        progress(idle, () -> idle.asyncEventsQueued() == 0);
+    }
+
+    /** Progresses {@code transport} alone until {@code done} (its liveness look reads the events), failing after a bound on time. */
+    private static void progress(VerbsTransport transport, BooleanSupplier done) {
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (!done.getAsBoolean()) {
+            transport.progress();
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("condition not reached while progressing");
+            }
+        }
     }
 }
