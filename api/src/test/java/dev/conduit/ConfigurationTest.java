@@ -176,8 +176,8 @@ class ConfigurationTest {
         assertThatThrownBy(() -> isolated().addPlugin(plugin()).addPlugin(TestPlugin.named("keyless")).set("verbs.device", "mlx5_0").build())
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("unknown config key 'verbs.device' set in the builder; no plugin called 'verbs' was found here "
-                        + "(found: cfg, keyless), so nothing reads it: install that plugin (module path, class path or plugin.path) "
-                        + "or leave the setting out");
+                        + "(found: cfg, keyless), so nothing reads it: leave the setting out, or put that plugin on the module path "
+                        + "or the class path, or into plugin.path (CONDUIT_PLUGIN_PATH)");
         // Nor one whose first word no plugin can be called, or is a letter or two from a word found here: a misspelt key
         // (until 2026-12-02 'install that plugin').
         for (String key : List.of("cfg.sise", "keyless.size", "probe.timout", "transport", "Probe.Timeout", " probe.timeout", "2cfg.size",

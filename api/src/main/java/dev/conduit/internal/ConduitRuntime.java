@@ -11,6 +11,7 @@ import dev.conduit.Worker;
 import dev.conduit.internal.config.ConfigResolver;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.discovery.PluginRegistry;
+import dev.conduit.internal.install.PluginInstall;
 import dev.conduit.internal.ipc.IpcCache;
 import dev.conduit.internal.ipc.IpcImports;
 import dev.conduit.internal.memory.RuntimePool;
@@ -152,7 +153,7 @@ public final class ConduitRuntime implements Conduit {
         PluginRecord r = registry.selected(plugin).orElseThrow(() -> new ConduitException("no pool over plugin '" + plugin + "': "
                 + registry.find(plugin).map(p -> "it is " + p.status() + ": " + p.reason())
                         .orElse("it was not found; found: " + registry.all().stream().map(PluginRecord::name).toList()
-                                + "; to use it, " + PluginRegistry.howToInstall("it"))));
+                                + "; to use it, " + PluginInstall.howToInstall("it"))));
         if (!r.offers(Capability.MEMORY)) {
             String why = r.unsupportedHere().get(Capability.MEMORY);
             throw new NotSupportedException("plugin '" + plugin + "' provides no memory (capability MEMORY)"

@@ -143,9 +143,14 @@ class RuntimeImageTest {
     @Test
     void anImageRunWithoutItsPluginsSaysToLinkThemIn() throws Exception {
         Result r = runExpectingFailure(List.of(java(linked), "--limit-modules", "org.example.imaged", "-m", MAIN, "respond"),
-                Map.of("CONDUIT_SHARED_DIR", Files.createDirectories(tmp.resolve("shared-none")).toString()));
+                Map.of("CONDUIT_SHARED_DIR", Files.createDirectories(tmp.resolve("shared-none")).toString(),
+                        "CONDUIT_VERBS_DEVICE", "mlx5_0"));
         assertThat(r.err()).contains("no Conduit plugin was found: link one (dev.conduit.plugin.memfd, dev.conduit.plugin.posix) "
                 + "into this run-time image (jlink --add-modules with the plugin's module");
+        // A setting for a plugin not found gives the same remedy (until 2026-12-06 "install that plugin (module path, ...)").
+        assertThat(r.err()).contains("unknown environment variable CONDUIT_VERBS_DEVICE is ignored; no plugin found here has the name "
+                + "it starts with (found: none), so nothing reads it: leave the setting out, or link that plugin into this run-time "
+                + "image (jlink --add-modules");
     }
 
     private static Path compile(Path work, String modulePath) throws IOException {

@@ -2,6 +2,7 @@ package dev.conduit.internal.config;
 
 import dev.conduit.ConfigEntry;
 import dev.conduit.ConfigEntry.Source;
+import dev.conduit.internal.install.PluginInstall;
 import dev.conduit.spi.Config;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
@@ -216,8 +217,18 @@ public final class ConfigResolver implements Config {
         }
         String named = variable ? "no plugin found here has the name it starts with"
                 : "no plugin called '" + setting.substring(0, setting.indexOf('.')) + "' was found here";
-        return "; " + named + " (found: " + (pluginsFound.isEmpty() ? "none" : String.join(", ", pluginsFound))
-                + "), so nothing reads it: install that plugin (module path, class path or plugin.path) or leave the setting out";
+        return noPluginHere(named, pluginsFound, PluginInstall.linkedIntoImage());
+    }
+
+    /**
+     * {@link #forNoPluginHere}'s text, {@code named} saying which plugin was not found. Where to
+     * install it is {@link PluginInstall}'s, as for every plugin not found: in a run-time image made
+     * by jlink a plugin is linked in, which "install that plugin (module path, class path or
+     * plugin.path)", this text's own until 2026-12-06, never said.
+     */
+    static String noPluginHere(String named, Collection<String> found, boolean linkedIntoImage) {
+        return "; " + named + " (found: " + (found.isEmpty() ? "none" : String.join(", ", found))
+                + "), so nothing reads it: leave the setting out, or " + PluginInstall.howToInstall("that plugin", linkedIntoImage);
     }
 
     /**

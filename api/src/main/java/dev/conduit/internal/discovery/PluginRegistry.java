@@ -4,6 +4,7 @@ import dev.conduit.PluginInfo.Status;
 import dev.conduit.internal.RuntimeKeys;
 import dev.conduit.internal.RuntimeSettings;
 import dev.conduit.internal.config.ConfigResolver;
+import dev.conduit.internal.install.PluginInstall;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
@@ -579,7 +580,7 @@ public final class PluginRegistry {
                 throw new ConfigException(setting + " names plugin '" + name + "', which "
                         + (unusable != null ? "was found but is BROKEN (" + unusable.reason + ")" : "was not found") + "; found: "
                         + (known.isEmpty() ? "none" : String.join(", ", known))
-                        + (unusable != null || exclude ? "" : "; to use it, " + howToInstall("it")));
+                        + (unusable != null || exclude ? "" : "; to use it, " + PluginInstall.howToInstall("it")));
             }
             if (!names.contains(name)) names.add(name);
         }
@@ -637,9 +638,7 @@ public final class PluginRegistry {
      */
     public String whyNoneOffers(Capability capability) {
         if (all.isEmpty()) {
-            return "no Conduit plugin was found: " + (LINKED_INTO_IMAGE
-                    ? howToInstall("one (dev.conduit.plugin.memfd, dev.conduit.plugin.posix)", true)
-                    : howToInstall("one (conduit-plugin-memfd, conduit-plugin-posix)", false));
+            return "no Conduit plugin was found: " + PluginInstall.howToInstallOne();
         }
         // "selected: []" read as a listing gone wrong (helper h7): none is said in words.
         StringBuilder b = new StringBuilder(selected.isEmpty() ? "no plugin is selected"
@@ -661,33 +660,6 @@ public final class PluginRegistry {
         }
         if (!without.isEmpty()) b.append("; ").append(String.join(", ", without)).append(" would offer no ").append(capability).append(" anyway");
         return b.append(" (Conduit.plugins() and 'conduit info' list every plugin)").toString();
-    }
-
-    /**
-     * Whether {@code dev.conduit} runs from a run-time image made by jlink. There a plugin is found
-     * only if it was linked in too: jlink adds no service provider it is not named
-     * ({@code --add-modules}), and its {@code --bind-services} fails on a JDK without jmods, as it
-     * then links jdk.jlink; a user who built the image is not helped by "put it on the module path".
-     */
-    private static final boolean LINKED_INTO_IMAGE = linkedIntoImage(PluginRegistry.class.getModule());
-
-    static boolean linkedIntoImage(Module module) {
-        return module.getLayer() != null && module.getLayer().configuration().findModule(module.getName())
-                .flatMap(m -> m.reference().location()).map(uri -> "jrt".equals(uri.getScheme())).orElse(false);
-    }
-
-    /** The remedy for a plugin not found, {@code it} being the plugin ("it", "one (...)"): where to install it, in this JVM. */
-    public static String howToInstall(String it) {
-        return howToInstall(it, LINKED_INTO_IMAGE);
-    }
-
-    static String howToInstall(String it, boolean linkedIntoImage) {
-        if (linkedIntoImage) {
-            return "link " + it + " into this run-time image (jlink --add-modules with the plugin's module: jlink links no "
-                    + "plugin it is not named); the image's java also finds plugins on a module path (java -p) and in plugin.path "
-                    + "(CONDUIT_PLUGIN_PATH)";
-        }
-        return "put " + it + " on the module path or the class path, or into plugin.path (CONDUIT_PLUGIN_PATH)";
     }
 
     /** Every plugin: selected ones in preference order, then the rest by name. */

@@ -4,6 +4,7 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.PluginInfo.Status;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.discovery.PluginRegistry;
+import dev.conduit.internal.install.PluginInstall;
 import dev.conduit.internal.threading.PlatformHandOff;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ChunkMapping;
@@ -126,7 +127,7 @@ public final class IpcImports implements RemoteMemory {
         var found = registry.find(plugin);
         if (found.isEmpty()) {
             return new ConduitException("the handle was exported by plugin '" + plugin + "', which is not installed here; "
-                    + PluginRegistry.howToInstall("it"));
+                    + PluginInstall.howToInstall("it"));
         }
         PluginRecord r = found.get();
         String why = r.status() == Status.EXCLUDED ? r.reason() : r.status() + ": " + r.reason();

@@ -177,8 +177,8 @@ class ConfigResolverTest {
         r.declare(ConfigKey.string("warng-here.device", null, "doc"), "warng-here");
         r.pluginFound("warng-here");
         List<String> warnings = r.unknownSettingWarnings();
-        String found = " (found: warng-here), so nothing reads it: install that plugin (module path, class path or plugin.path) "
-                + "or leave the setting out";
+        String found = " (found: warng-here), so nothing reads it: leave the setting out, or put that plugin on the module path or "
+                + "the class path, or into plugin.path (CONDUIT_PLUGIN_PATH)";
         assertThat(warnings).filteredOn(w -> w.contains("ABSENT")).singleElement().asString()
                 .startsWith("unknown environment variable CONDUIT_WARNG_ABSENT_DEVICE is ignored; no plugin found here has the name "
                         + "it starts with" + found);
@@ -189,6 +189,23 @@ class ConfigResolverTest {
         assertThat(warnings).filteredOn(w -> w.contains(" CONDUIT_WARNG_HERE_DEVIC ") || w.contains(" conduit.warng-here.devic ")
                         || w.contains(" CONDUIT_WARNG_HER_DEVICE ")).hasSize(3)
                 .allSatisfy(w -> assertThat(w).doesNotContain("was found here", "no plugin found here"));
+    }
+
+    /**
+     * In a run-time image made by jlink, a setting for a plugin not found says to link it in, as
+     * every other error for a plugin not found does there: until 2026-12-06 it said "install that
+     * plugin (module path, class path or plugin.path)" there too. integration-tests'
+     * {@code RuntimeImageTest} sees it from an image.
+     */
+    @Test
+    void inARunTimeImageASettingForAPluginNotFoundSaysToLinkItIn() {
+        assertThat(ConfigResolver.noPluginHere("no plugin called 'verbs' was found here", List.of("devdax"), true))
+                .startsWith("; no plugin called 'verbs' was found here (found: devdax), so nothing reads it: leave the setting out, or "
+                        + "link that plugin into this run-time image (jlink --add-modules with the plugin's module")
+                .doesNotContain("class path");
+        assertThat(ConfigResolver.noPluginHere("no plugin called 'verbs' was found here", List.of(), false))
+                .isEqualTo("; no plugin called 'verbs' was found here (found: none), so nothing reads it: leave the setting out, or "
+                        + "put that plugin on the module path or the class path, or into plugin.path (CONDUIT_PLUGIN_PATH)");
     }
 
     /**
@@ -218,8 +235,8 @@ class ConfigResolverTest {
                         + " ('conduit info' lists every key)");
         assertThat(warnings).filteredOn(w -> w.contains("VERBS")).singleElement().asString()
                 .isEqualTo("unknown environment variable CONDUIT_VERBS_DEVICE is ignored; no plugin found here has the name it starts "
-                        + "with (found: devdax), so nothing reads it: install that plugin (module path, class path or plugin.path) "
-                        + "or leave the setting out ('conduit info' lists every key)");
+                        + "with (found: devdax), so nothing reads it: leave the setting out, or put that plugin on the module path or "
+                        + "the class path, or into plugin.path (CONDUIT_PLUGIN_PATH) ('conduit info' lists every key)");
 
         ConfigResolver v = new ConfigResolver(Map.of("verbs.device", "mlx5_0"), Map.of(), new Properties());
         v.declareAll(dev.conduit.internal.RuntimeKeys.ALL, ConfigResolver.RUNTIME);
@@ -227,8 +244,8 @@ class ConfigResolverTest {
         v.pluginFound("devdax");
         assertThatThrownBy(v::rejectUnknownBuilderKeys).isInstanceOf(ConfigException.class)
                 .hasMessageStartingWith("unknown config key 'verbs.device' set in the builder; no plugin called 'verbs' was found here "
-                        + "(found: devdax), so nothing reads it: install that plugin (module path, class path or plugin.path) or "
-                        + "leave the setting out; known keys: ")
+                        + "(found: devdax), so nothing reads it: leave the setting out, or put that plugin on the module path or "
+                        + "the class path, or into plugin.path (CONDUIT_PLUGIN_PATH); known keys: ")
                 .hasMessageNotContaining("did you mean");
     }
 
