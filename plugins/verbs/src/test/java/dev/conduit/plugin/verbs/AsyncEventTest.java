@@ -10,11 +10,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BooleanSupplier;
 
+import static dev.conduit.plugin.verbs.TestWorker.bytes;
+import static dev.conduit.plugin.verbs.TestWorker.connected;
 import static dev.conduit.plugin.verbs.TestWorker.progressUntil;
 import static dev.conduit.plugin.verbs.VerbsAbi.*;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -47,15 +48,6 @@ class AsyncEventTest {
         assertThat(verbs.openObjects()).as("queue pairs, regions, queues and channels left open").isZero();
         assertThat(verbs.receiverNotReady()).as("SENDs without a posted receive (credits overrun)").isZero();
         assertThat(verbs.completionQueueOverruns()).as("completions that found their queue full (CQ overrun)").isZero();
-    }
-
-    private static MemorySegment bytes(String s) {
-        return MemorySegment.ofArray(s.getBytes(StandardCharsets.UTF_8));
-    }
-
-    private static TransportEndpoint connected(TransportEndpoint e, TestWorker... progress) {
-        progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), progress);
-        return e;
     }
 
     private static void delivered(TransportEndpoint e, TestWorker to, TestWorker... progress) {
@@ -105,7 +97,7 @@ class AsyncEventTest {
     @Test
     void aQueuePairEventOnAnInboundConnectionDropsItNamingTheEventAndTellsTheSink() {
         TestWorker a = peer();
-        dev.conduit.tck.RecordingLogger log = new dev.conduit.tck.RecordingLogger();
+        RecordingLogger log = new RecordingLogger();
         TestWorker b = new TestWorker(verbs, log);
         closing.add(b);
         TransportEndpoint e = connected(a.connect(b), a, b);

@@ -28,6 +28,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
+import static dev.conduit.plugin.verbs.TestWorker.bytes;
+import static dev.conduit.plugin.verbs.TestWorker.connected;
 import static dev.conduit.plugin.verbs.TestWorker.progressUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -59,16 +61,6 @@ class LoopbackTransportTest {
         assertThat(verbs.openObjects()).as("queue pairs, regions, queues and channels left open").isZero();
         assertThat(verbs.receiverNotReady()).as("SENDs without a posted receive (credits overrun)").isZero();
         assertThat(verbs.completionQueueOverruns()).as("completions that found their queue full (CQ overrun)").isZero();
-    }
-
-    private static MemorySegment bytes(String s) {
-        return MemorySegment.ofArray(s.getBytes(StandardCharsets.UTF_8));
-    }
-
-    /** Progresses the workers until the endpoint's wire-up is done (the peer's wire-up thread answers it). */
-    private static TransportEndpoint connected(TransportEndpoint e, TestWorker... progress) {
-        progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), progress);
-        return e;
     }
 
     private static void send(TransportEndpoint e, int id, MemorySegment header, MemorySegment payload, TestWorker... progress) {

@@ -16,6 +16,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
+import static dev.conduit.plugin.verbs.TestWorker.bytes;
 import static dev.conduit.plugin.verbs.TestWorker.progressUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -44,10 +45,6 @@ class SenderKeysTest {
         }
         assertThat(verbs.openObjects()).as("queue pairs, regions, queues and channels left open").isZero();
         assertThat(verbs.receiverNotReady()).as("SENDs without a posted receive (credits overrun)").isZero();
-    }
-
-    private static MemorySegment bytes(String s) {
-        return MemorySegment.ofArray(s.getBytes(StandardCharsets.UTF_8));
     }
 
     private static void send(TransportEndpoint e, int id, MemorySegment payload, TestWorker... progress) {

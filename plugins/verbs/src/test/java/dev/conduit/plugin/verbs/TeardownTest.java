@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
+import static dev.conduit.plugin.verbs.TestWorker.connected;
 import static dev.conduit.plugin.verbs.TestWorker.progressUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -45,11 +46,6 @@ class TeardownTest {
         }
         verbs.reclaimLeftovers(); // what failed to go, which the kernel releases when the process exits
         assertThat(verbs.open).as("queue pairs, regions, queues and channels left open").isEmpty();
-    }
-
-    private static TransportEndpoint connected(TransportEndpoint e, TestWorker... progress) {
-        progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), progress);
-        return e;
     }
 
     /** Freeing used to close the chunk's arena although ibv_dereg_mr had failed: a remotely writable registration over freed memory. */

@@ -13,6 +13,7 @@ import dev.conduit.tck.TestContext;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.BooleanSupplier;
@@ -117,6 +118,17 @@ final class TestWorker implements AutoCloseable {
         @Override
         public void close() {
         }
+    }
+
+    /** Progresses the workers until the endpoint's wire-up is done (the peer's wire-up thread answers it). */
+    static TransportEndpoint connected(TransportEndpoint e, TestWorker... progress) {
+        progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), progress);
+        return e;
+    }
+
+    /** {@code s}'s UTF-8 bytes, as a payload. */
+    static MemorySegment bytes(String s) {
+        return MemorySegment.ofArray(s.getBytes(StandardCharsets.UTF_8));
     }
 
     /** Progresses every peer until {@code done}, failing after a bound on rounds (no timing assertion: a hang guard). */
