@@ -429,20 +429,21 @@ final class FfmVerbs implements Verbs {
                     throw new ErrnoException("ibv_get_async_event", errno, name, name + ", &event",
                             "the device's event descriptor cannot be read: see dmesg for the adapter's state, then close and reopen the worker");
                 }
-                int type = asyncEvent.get(JAVA_INT, ASYNC_EVENT_TYPE);
-                AsyncEvent event;
-                if (VerbsAbi.isQueuePairEvent(type)) {
-                    event = new AsyncEvent(type, queuePairs.get(asyncEvent.get(ADDRESS, ASYNC_EVENT_QP).address()), null, 0);
-                } else if (type == IBV_EVENT_CQ_ERR) {
-                    event = new AsyncEvent(type, null, completionQueues.get(asyncEvent.get(ADDRESS, ASYNC_EVENT_CQ).address()), 0);
-                } else if (VerbsAbi.isPortEvent(type)) {
-                    event = new AsyncEvent(type, null, null, asyncEvent.get(JAVA_INT, ASYNC_EVENT_PORT_NUM));
-                } else {
-                    event = new AsyncEvent(type, null, null, 0);
+                try {
+                    int type = asyncEvent.get(JAVA_INT, ASYNC_EVENT_TYPE);
+                    if (VerbsAbi.isQueuePairEvent(type)) {
+                        return new AsyncEvent(type, queuePairs.get(asyncEvent.get(ADDRESS, ASYNC_EVENT_QP).address()), null, 0);
+                    } else if (type == IBV_EVENT_CQ_ERR) {
+                        return new AsyncEvent(type, null, completionQueues.get(asyncEvent.get(ADDRESS, ASYNC_EVENT_CQ).address()), 0);
+                    } else if (VerbsAbi.isPortEvent(type)) {
+                        return new AsyncEvent(type, null, null, asyncEvent.get(JAVA_INT, ASYNC_EVENT_PORT_NUM));
+                    }
+                    return new AsyncEvent(type, null, null, 0);
+                } finally {
+                    // Once it is copied out (the queue pair or queue may be destroyed on another thread as soon as this returns),
+                    // and whatever the copy threw: ibv_destroy_qp and ibv_destroy_cq wait for every event of theirs to be acked.
+                    ackAsyncEvent.invokeExact(asyncCapture, asyncEvent);
                 }
-                // Only once it is copied out: the queue pair or queue may be destroyed on another thread as soon as this returns.
-                ackAsyncEvent.invokeExact(asyncCapture, asyncEvent);
-                return event;
             } catch (Throwable t) {
                 throw propagate(t);
             }
@@ -504,7 +505,7 @@ final class FfmVerbs implements Verbs {
     // Never closed: their destroy functions would be called on the shim's static objects.
 
     QueuePair queuePairOver(MemorySegment context, MemorySegment qp) {
-        return new FfmQueuePair(null, "shim", Ops.of(context), qp, reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM));
+        return new FfmQueuePair(null, "shim", Ops.of(context), qp, reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM), null);
     }
 
     CompletionQueue completionQueueOver(MemorySegment context, MemorySegment cq) {
@@ -561,7 +562,7 @@ final class FfmVerbs implements Verbs {
                             + ", recv " + maxReceiveRequests, "lower verbs.send.buffers or verbs.receive.buffers (the device's max_qp_wr)");
                 }
                 int number = reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM);
-                FfmQueuePair queuePair = new FfmQueuePair(device, device.name, device.ops(), qp, number);
+                FfmQueuePair queuePair = new FfmQueuePair(device, device.name, device.ops(), qp, number, sendQueue);
                 device.queuePairs.put(qp.address(), queuePair);
                 return queuePair;
             } catch (Throwable t) {
@@ -762,6 +763,8 @@ final class FfmVerbs implements Verbs {
         private final Ops ops;
         private final MemorySegment qp;
         private final int number;
+        /** {@code null} for the ops shim's, which no transport owns. */
+        private final CompletionQueue sendQueue;
         private final Arena arena = Arena.ofShared();
         private final MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
         private final MemorySegment sendWr = arena.allocate(IBV_SEND_WR);
@@ -771,12 +774,13 @@ final class FfmVerbs implements Verbs {
         private final MemorySegment badWr = arena.allocate(ADDRESS);
         private boolean closed;
 
-        FfmQueuePair(FfmDevice owner, String device, Ops ops, MemorySegment qp, int number) {
+        FfmQueuePair(FfmDevice owner, String device, Ops ops, MemorySegment qp, int number, CompletionQueue sendQueue) {
             this.owner = owner;
             this.device = device;
             this.ops = ops;
             this.qp = qp;
             this.number = number;
+            this.sendQueue = sendQueue;
             sendWr.set(ADDRESS, SEND_WR_SG_LIST, sendSge);
             sendWr.set(JAVA_INT, SEND_WR_NUM_SGE, 1);
             sendWr.set(JAVA_INT, SEND_WR_SEND_FLAGS, IBV_SEND_SIGNALED);
@@ -787,6 +791,11 @@ final class FfmVerbs implements Verbs {
         @Override
         public int number() {
             return number;
+        }
+
+        @Override
+        public CompletionQueue sendQueue() {
+            return sendQueue;
         }
 
         @Override

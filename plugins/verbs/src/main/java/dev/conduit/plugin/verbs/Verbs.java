@@ -182,6 +182,9 @@ interface Verbs {
         /** The queue pair number ({@code qp_num}). */
         int number();
 
+        /** The completion queue its sends complete on, given at its creation: which transport's queue pair it is. */
+        CompletionQueue sendQueue();
+
         /** {@code ibv_modify_qp} to {@code INIT} on {@code port}, allowing the remote {@code access} ({@code IBV_ACCESS_*}). */
         void toInit(int port, int access);
 

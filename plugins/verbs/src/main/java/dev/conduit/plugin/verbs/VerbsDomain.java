@@ -38,7 +38,7 @@ final class VerbsDomain {
     private final System.Logger logger;
     private int users;
     /** The transports' queues of asynchronous events: the context has one event queue, which every transport of it needs. */
-    private final List<Queue<Verbs.AsyncEvent>> eventQueues = new CopyOnWriteArrayList<>();
+    private final List<Subscription> subscriptions = new CopyOnWriteArrayList<>();
     /**
      * What made the device context unusable ({@code IBV_EVENT_DEVICE_FATAL}, or its events no longer
      * readable: {@code EIO}), naming the device, or {@code null} while it works.
@@ -256,24 +256,79 @@ final class VerbsDomain {
     }
 
     /**
-     * A queue that {@link #takeAsyncEvents} fills from now on, until {@link #unsubscribe}, with the
-     * asynchronous events of the device that can fail a transport's connections ({@link #canFailConnections}).
+     * A transport's share of the device's asynchronous events ({@link #subscribe}): those that can fail
+     * its connections, held until its progress takes them. Thread-safe.
      */
-    Queue<Verbs.AsyncEvent> subscribe() {
-        Queue<Verbs.AsyncEvent> queue = new ConcurrentLinkedQueue<>();
-        eventQueues.add(queue);
-        return queue;
+    static final class Subscription {
+        private final Verbs.CompletionQueue sendQueue;
+        private final Verbs.CompletionQueue receiveQueue;
+        private final Queue<Verbs.AsyncEvent> events = new ConcurrentLinkedQueue<>();
+
+        private Subscription(Verbs.CompletionQueue sendQueue, Verbs.CompletionQueue receiveQueue) {
+            this.sendQueue = sendQueue;
+            this.receiveQueue = receiveQueue;
+        }
+
+        /** The next event to act on, or {@code null}. */
+        Verbs.AsyncEvent poll() {
+            return events.poll();
+        }
+
+        /** How many events wait to be acted on. */
+        int size() {
+            return events.size();
+        }
+
+        /**
+         * Whether {@code event} can fail a connection of this transport: an error of one of its queue
+         * pairs (every queue pair of a transport sends through its send queue) or of its completion
+         * queues, the port in use going down, the device failing.
+         */
+        private boolean concerns(Verbs.AsyncEvent event, int portInUse) {
+            return switch (event.type()) {
+                case VerbsAbi.IBV_EVENT_QP_FATAL, VerbsAbi.IBV_EVENT_QP_REQ_ERR, VerbsAbi.IBV_EVENT_QP_ACCESS_ERR ->
+                        event.queuePair() != null && owns(event.queuePair().sendQueue());
+                case VerbsAbi.IBV_EVENT_CQ_ERR -> owns(event.completionQueue());
+                case VerbsAbi.IBV_EVENT_PORT_ERR -> event.port() == portInUse;
+                case VerbsAbi.IBV_EVENT_DEVICE_FATAL -> true;
+                default -> false;
+            };
+        }
+
+        private boolean owns(Verbs.CompletionQueue queue) {
+            return queue != null && (queue == sendQueue || queue == receiveQueue);
+        }
+
+        private void add(Verbs.AsyncEvent event) {
+            // The port in use going down fails every connection there is when the transport acts on it: a second one before
+            // that fails nothing more, and a link that flaps while its worker is not progressed would grow the queue for ever.
+            if (event.type() == VerbsAbi.IBV_EVENT_PORT_ERR && events.stream().anyMatch(e -> e.type() == VerbsAbi.IBV_EVENT_PORT_ERR)) {
+                return;
+            }
+            events.add(event);
+        }
     }
 
-    void unsubscribe(Queue<Verbs.AsyncEvent> queue) {
-        eventQueues.remove(queue);
+    /**
+     * A subscription that {@link #takeAsyncEvents} fills from now on, until {@link #unsubscribe}, with
+     * the asynchronous events of the device that can fail the connections of the transport whose
+     * completion queues are {@code sendQueue} and {@code receiveQueue} ({@link Subscription#concerns}).
+     */
+    Subscription subscribe(Verbs.CompletionQueue sendQueue, Verbs.CompletionQueue receiveQueue) {
+        Subscription subscription = new Subscription(sendQueue, receiveQueue);
+        subscriptions.add(subscription);
+        return subscription;
+    }
+
+    void unsubscribe(Subscription subscription) {
+        subscriptions.remove(subscription);
     }
 
     /**
      * Takes every pending asynchronous event of the device (each acknowledged as it is taken) and
-     * adds each that can fail connections ({@link #canFailConnections}) to every subscribed queue:
-     * whichever transport looks first reads them for all, and each transport acts on the events of
-     * its own queue pairs and queues. The others are logged here, once, at DEBUG. {@code IBV_EVENT_DEVICE_FATAL},
+     * adds each to the subscriptions of the transports whose connections it can fail
+     * ({@link Subscription#concerns}): whichever transport looks first reads them for all. Those that
+     * concern no transport are logged here, once, at DEBUG. {@code IBV_EVENT_DEVICE_FATAL},
      * or {@code EIO} from reading them, marks the context failed ({@link #failure}), so that the next
      * {@link Holder#acquire} opens the device again; nothing is read after that.
      */
@@ -305,33 +360,21 @@ final class VerbsDomain {
                 fatal = VerbsAbi.eventType(event.type()) + " on device " + deviceName + ": the adapter stopped (a firmware or hardware "
                         + "error, or the device was removed; see dmesg)";
             }
-            if (!canFailConnections(event)) {
-                // Ports flapping and the subnet manager raise these all the process's life: queued for a worker that is
-                // never progressed, they would be held for ever.
+            boolean handedOut = false;
+            for (Subscription subscription : subscriptions) {
+                if (subscription.concerns(event, port)) {
+                    subscription.add(event);
+                    handedOut = true;
+                }
+            }
+            if (!handedOut) {
+                // Ports flapping and the subnet manager raise these all the process's life, and a worker's queue pairs fail
+                // only its own connections: queued for a worker that is never progressed, they would be held for ever.
                 Verbs.AsyncEvent informational = event;
                 logger.log(System.Logger.Level.DEBUG, () -> "verbs: device " + deviceName + ": asynchronous event " + informational
                         + " (nothing of this worker fails)");
-                continue;
-            }
-            for (Queue<Verbs.AsyncEvent> queue : eventQueues) {
-                queue.add(event);
             }
         }
-    }
-
-    /**
-     * Whether {@code event} is one a transport acts on ({@code VerbsTransport.onAsyncEvent}): a queue
-     * pair error on a queue pair this context created, an error of one of its completion queues, the
-     * port in use going down, the device failing.
-     */
-    private boolean canFailConnections(Verbs.AsyncEvent event) {
-        return switch (event.type()) {
-            case VerbsAbi.IBV_EVENT_QP_FATAL, VerbsAbi.IBV_EVENT_QP_REQ_ERR, VerbsAbi.IBV_EVENT_QP_ACCESS_ERR -> event.queuePair() != null;
-            case VerbsAbi.IBV_EVENT_CQ_ERR -> event.completionQueue() != null;
-            case VerbsAbi.IBV_EVENT_PORT_ERR -> event.port() == port;
-            case VerbsAbi.IBV_EVENT_DEVICE_FATAL -> true;
-            default -> false;
-        };
     }
 
     /**

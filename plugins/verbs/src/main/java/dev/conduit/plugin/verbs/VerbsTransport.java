@@ -27,7 +27,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Queue;
 
 /**
  * The verbs transport of one worker: reliable-connected queue pairs, one per connection, wired up
@@ -69,7 +68,8 @@ import java.util.Queue;
  *       buffers returns {@code false} from trySend; it never overruns the peer's receive queue
  *       (which would be an RNR error) and never blocks.</li>
  *   <li><b>Asynchronous events</b> of the device ({@code ibv_get_async_event}): read at each
- *       liveness look and before a failure is reported, never on the data path; a queue pair in
+ *       liveness look, before a failure is reported and before a {@code connect}, never on the data
+ *       path; a queue pair in
  *       error fails its connection, the port in use going down fails every connection, a device
  *       failure or an error of this transport's completion queues fails every connection and later
  *       {@code connect}s, each naming the event ({@link #handleAsyncEvents}).</li>
@@ -131,7 +131,7 @@ final class VerbsTransport implements Transport {
     private long lastLiveness = System.nanoTime();
     private boolean closed;
     /** The device's asynchronous events that can fail connections, as {@link VerbsDomain#takeAsyncEvents} hands them to this transport. */
-    private final Queue<Verbs.AsyncEvent> asyncEvents;
+    private final VerbsDomain.Subscription asyncEvents;
     /**
      * Why this transport can connect no more ({@code IBV_EVENT_DEVICE_FATAL}, or {@code IBV_EVENT_CQ_ERR} on one of its
      * completion queues), with the remedy; {@code null} while it can.
@@ -185,8 +185,6 @@ final class VerbsTransport implements Transport {
         }
         RANDOM.nextBytes(token);
         List<AutoCloseable> opened = new ArrayList<>();
-        asyncEvents = domain.subscribe();
-        opened.add(() -> domain.unsubscribe(asyncEvents));
         try {
             Verbs.Device device = domain.device();
             channel = device.createCompletionChannel();
@@ -205,6 +203,8 @@ final class VerbsTransport implements Transport {
             opened.add(sendQueue);
             receiveQueue = device.createCompletionQueue(inboundLimit * receiveBuffers, channel);
             opened.add(receiveQueue);
+            asyncEvents = domain.subscribe(sendQueue, receiveQueue);
+            opened.add(() -> domain.unsubscribe(asyncEvents));
             wake = libc.eventfd(0, dev.conduit.linux.EventfdFlags.EFD_NONBLOCK);
             opened.add(wake);
             // The channel's descriptor belongs to libibverbs (ibv_destroy_comp_channel closes it): wrapped for poll, never closed here.
@@ -402,10 +402,10 @@ final class VerbsTransport implements Transport {
     @Override
     public TransportEndpoint connect(PayloadReader peer, EndpointEvents events) {
         ensureOpen();
-        if (unusable == null && domain.failure() != null) {
-            // Known to the context before this worker's next look at its events, or before it subscribed to them.
-            failWithTheDevice();
-        }
+        // Acted on before the connection exists: an event this worker has not looked at yet (the port went down, and maybe up
+        // again, while it was not progressed) is about the connections before it, and would fail the new one too. Also the
+        // device's failure, known to the context before this look, or before this worker subscribed to its events.
+        handleAsyncEvents();
         if (unusable != null) {
             throw new ConduitException("verbs: this worker cannot connect: " + unusable);
         }
@@ -595,10 +595,9 @@ final class VerbsTransport implements Transport {
      * queue pair in error fails its endpoint or drops its inbound connection; the port in use going
      * down fails every connection; a device failure or an error of this transport's completion
      * queues fails every connection and every later {@code connect}. Events of queue pairs and
-     * queues of another transport of the device fail nothing; they are logged at DEBUG. The
-     * informational ones ({@code IBV_EVENT_COMM_EST}, {@code IBV_EVENT_PORT_ACTIVE},
-     * {@code IBV_EVENT_LID_CHANGE}, …) and those of another port never reach this queue: the domain
-     * logs them where it reads them ({@link VerbsDomain#takeAsyncEvents}).
+     * queues of another transport of the device, the informational ones ({@code IBV_EVENT_COMM_EST},
+     * {@code IBV_EVENT_PORT_ACTIVE}, {@code IBV_EVENT_LID_CHANGE}, …) and those of another port never
+     * reach this queue: the domain logs them where it reads them ({@link VerbsDomain#takeAsyncEvents}).
      */
     private int handleAsyncEvents() {
         domain.takeAsyncEvents();

@@ -40,6 +40,13 @@ class AsyncEventTest {
         return p;
     }
 
+    /** Another worker of {@code other}'s plugin instance, so of its device context. */
+    private TestWorker peerOnTheContextOf(TestWorker other) {
+        TestWorker p = new TestWorker(other);
+        closing.add(p);
+        return p;
+    }
+
     @AfterEach
     void closeAll() throws Exception {
         for (AutoCloseable c : closing.reversed()) {
@@ -129,6 +136,47 @@ class AsyncEventTest {
                 .contains(": IBV_EVENT_PORT_ERR on port 1 of device loop0, which this worker's connections use: its link went down")
                 .contains("connect again once the port is ACTIVE"));
         assertThatThrownBy(() -> toC.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
+    }
+
+    /**
+     * A queue pair's error can fail only its own worker's connection: until 2026-12-06 it was queued
+     * for every worker of the device context, where the others logged it, and a worker not
+     * progressed held each.
+     */
+    @Test
+    void aQueuePairErrorIsHeldOnlyForTheWorkerWhoseQueuePairItIs() {
+        TestWorker a = peer();
+        TestWorker idle = peerOnTheContextOf(a);
+        TestWorker b = peer();
+        TransportEndpoint toB = connected(a.connect(b), a, b);
+        verbs.raise(IBV_EVENT_QP_FATAL, ((VerbsEndpoint) toB).queuePair());
+        progressUntil(() -> !a.failures.isEmpty(), a);
+        assertThat(verbs.pendingAsyncEvents()).isZero();
+        assertThat(idle.transport.asyncEventsQueued()).as("held for the worker of the same context whose queue pair it is not").isZero();
+    }
+
+    /**
+     * The port in use going down fails the connections there are when the worker acts on it: a
+     * worker not progressed while the link flapped holds one such event, not one per flap, and acts
+     * on it before it connects again, so that the new connection, made over the link that came
+     * back, does not fail at its next look.
+     */
+    @Test
+    void aPortErrorSeenBeforeAConnectFailsOnlyTheConnectionsBeforeIt() {
+        TestWorker a = peer();
+        TestWorker idle = peerOnTheContextOf(a);
+        for (int flap = 0; flap < 100; flap++) {
+            verbs.raisePortEvent(IBV_EVENT_PORT_ERR, 1);
+        }
+        progressUntil(() -> verbs.pendingAsyncEvents() == 0, a);
+        assertThat(idle.transport.asyncEventsQueued()).as("held for the worker not progressed, however often the link flapped")
+                .isEqualTo(1);
+        TestWorker b = peer(); // opened after the flaps: its context never saw them
+        TransportEndpoint e = idle.connect(b);
+        assertThat(idle.transport.asyncEventsQueued()).as("acted on by the connect").isZero();
+        delivered(connected(e, idle, b), b, idle, b);
+        progressUntil(() -> idle.transport.asyncEventsQueued() == 0, idle, b);
+        assertThat(idle.failures).isEmpty();
     }
 
     @Test

@@ -610,6 +610,11 @@ final class LoopbackVerbs implements Verbs {
         }
 
         @Override
+        public CompletionQueue sendQueue() {
+            return sendQueue;
+        }
+
+        @Override
         public void toInit(int port, int access) {
             synchronized (LoopbackVerbs.this) {
                 expect(IBV_QPS_RESET, "INIT");

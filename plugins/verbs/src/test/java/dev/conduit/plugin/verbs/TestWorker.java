@@ -54,9 +54,18 @@ final class TestWorker implements AutoCloseable {
 
     /** A worker whose transport logs to {@code logger} (the test context's own when {@code null}). */
     TestWorker(Verbs verbs, System.Logger logger, String... keyValues) {
-        this.plugin = new VerbsPlugin(library -> verbs);
-        TestContext context = TestContext.of(withDefaults(keyValues));
-        this.config = logger == null ? context : context.withLogger(logger);
+        this(new VerbsPlugin(library -> verbs), logger == null ? TestContext.of(withDefaults(keyValues))
+                : TestContext.of(withDefaults(keyValues)).withLogger(logger));
+    }
+
+    /** Another worker of {@code other}'s plugin instance, so of its device context, with its configuration. */
+    TestWorker(TestWorker other) {
+        this(other.plugin, other.config);
+    }
+
+    private TestWorker(VerbsPlugin plugin, TestContext config) {
+        this.plugin = plugin;
+        this.config = config;
         MessageSink sink = new MessageSink() {
             @Override
             public void onMessage(int id, MemorySegment hb, long ho, int hl, MemorySegment pb, long po, long pl) {
