@@ -3,6 +3,8 @@ package dev.conduit.shm;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
+import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
 
 import java.time.Instant;
 
@@ -18,20 +20,28 @@ import java.time.Instant;
  * finds no lease ({@code ENOENT}): a lease gone from the very directory the address names is a peer
  * gone (its worker closed, or died and a Conduit reclaimed its files), a {@code PeerFailedException};
  * a lease not found in another directory is a peer this process cannot reach from its view of
- * {@code shared.dir}, and the message says so, naming both. Device and inode alone do not tell a
+ * {@code shared.dir}, and the message says so, naming both. The posix and memfd plugins' handle
+ * payloads carry it for the same purpose: an import that finds no chunk file or fd server's socket
+ * says whether it looked in the producer's directory. Device and inode alone do not tell a
  * directory of another host from this one (a tmpfs mounted at boot has inode 1 and a device number
  * from the same small range on every host), so where either side's file system records no birth
  * time (tmpfs before Linux 5.18) and the two agree on the rest, the connect cannot tell, and says
  * both causes as it did before addresses carried this.
  *
+ * <p>Encoded as three {@code u64}: {@code directory.device}, {@code directory.inode},
+ * {@code directory.birth} ({@link #writeTo}, {@link #read}).
+ *
  * @param device     {@code st_dev} of the directory
  * @param inode      {@code st_ino} of the directory
  * @param birthNanos when it was made, in nanoseconds since the epoch, or {@link Libc#NO_BIRTH_TIME}
  */
-record DirectoryIdentity(long device, long inode, long birthNanos) {
+public record DirectoryIdentity(long device, long inode, long birthNanos) {
+
+    /** Its encoded length: three {@code u64}. */
+    public static final int ENCODED_LENGTH = 24;
 
     /** What a comparison of a peer's directory with this process's can tell. */
-    enum Match {
+    public enum Match {
         /** The same directory: device, inode and a recorded birth time agree. */
         SAME,
         /** Another directory: the device or the inode differ, or both birth times are recorded and differ. */
@@ -41,20 +51,39 @@ record DirectoryIdentity(long device, long inode, long birthNanos) {
     }
 
     /** The identity of the directory {@code directory} holds open. */
-    static DirectoryIdentity of(Libc libc, FileDescriptor directory) {
+    public static DirectoryIdentity of(Libc libc, FileDescriptor directory) {
         FileStatus status = libc.fstat(directory);
         return new DirectoryIdentity(status.dev(), status.inode(), libc.birthTimeNanos(directory));
     }
 
-    /** What {@code peer}, the directory a peer's address names, is to this one. */
-    Match compare(DirectoryIdentity peer) {
+    /** Reads {@code directory.device}, {@code directory.inode} and {@code directory.birth}; any values are taken. */
+    public static DirectoryIdentity read(PayloadReader reader) {
+        return new DirectoryIdentity(reader.u64("directory.device"), reader.u64("directory.inode"), reader.u64("directory.birth"));
+    }
+
+    /** Writes the three fields {@link #read} reads. */
+    public PayloadWriter writeTo(PayloadWriter writer) {
+        return writer.u64(device).u64(inode).u64(birthNanos);
+    }
+
+    /** What {@code peer}, the directory a peer's address or handle names, is to this one. */
+    public Match compare(DirectoryIdentity peer) {
         if (device != peer.device || inode != peer.inode) return Match.OTHER;
         if (birthNanos == Libc.NO_BIRTH_TIME || peer.birthNanos == Libc.NO_BIRTH_TIME) return Match.UNKNOWN;
         return birthNanos == peer.birthNanos ? Match.SAME : Match.OTHER;
     }
 
+    /**
+     * What to do when two processes look in different directories: set {@code keys} (as
+     * {@code "shared.dir (CONDUIT_SHARED_DIR)"}) in each to the path at which it sees one.
+     */
+    public static String oneDirectoryRemedy(String keys) {
+        return "Set " + keys + " in each process to the path at which it sees one directory (a host directory bind-mounted into a "
+                + "container; a container's /dev/shm is its own unless the host's is mounted there)";
+    }
+
     /** For a message: "device 0:26, inode 1, made 2026-12-05T18:05:47.710433752Z". */
-    String describe() {
+    public String describe() {
         String made = birthNanos == Libc.NO_BIRTH_TIME ? "its birth time not recorded"
                 : "made " + Instant.ofEpochSecond(Math.floorDiv(birthNanos, 1_000_000_000L), Math.floorMod(birthNanos, 1_000_000_000L));
         return "device " + FileStatus.major(device) + ":" + FileStatus.minor(device) + ", inode " + Long.toUnsignedString(inode) + ", " + made;

@@ -575,12 +575,11 @@ public final class ShmTransport implements Transport {
             }
             byte[] export = provider.export(chunk);
             DirectoryIdentity identity = DirectoryIdentity.of(libc, dir.fd());
-            this.address = new PayloadWriter().u8(ADDRESS_VERSION)
+            this.address = identity.writeTo(new PayloadWriter().u8(ADDRESS_VERSION)
                     .string(OwnerLease.leaseName(leasePrefix, ownLease.owner()))
                     .u16(export.length).bytes(export)
                     .u64(chunk.segment().byteSize())
-                    .bytes(token)
-                    .u64(identity.device()).u64(identity.inode()).u64(identity.birthNanos())
+                    .bytes(token))
                     .toByteArray();
             if (address.length > Transport.MAX_ADDRESS_LENGTH) {
                 // A receiver refuses a CONNECT carrying it, and the runtime a worker address that would: said here, once.
@@ -772,7 +771,7 @@ public final class ShmTransport implements Transport {
         byte[] token = peer.bytes("token", ReceiveQueue.TOKEN_LENGTH);
         DirectoryIdentity peerDirectory = null;
         if (version == ADDRESS_VERSION) {
-            peerDirectory = new DirectoryIdentity(peer.u64("directory.device"), peer.u64("directory.inode"), peer.u64("directory.birth"));
+            peerDirectory = DirectoryIdentity.read(peer);
             peer.end("directory.birth");
         } else {
             peer.end("token");
@@ -806,9 +805,8 @@ public final class ShmTransport implements Transport {
                 throw new ConduitException(plugin + ": cannot reach the peer: its address names another shared directory than this "
                         + "process's " + directory.path() + " (shared.dir, CONDUIT_SHARED_DIR), where its lease " + leaseName + " is not "
                         + "found (ENOENT): the peer's directory is " + peerDirectory.describe() + ", this one " + directoryIdentity.describe()
-                        + ". Set shared.dir in each process to the path at which it sees one directory (a host directory bind-mounted into "
-                        + "a container; a container's /dev/shm is its own unless the host's is mounted there), or reach a peer on another "
-                        + "host through a transport that crosses hosts", e);
+                        + ". " + DirectoryIdentity.oneDirectoryRemedy("shared.dir") + ", or reach a peer on another host through a "
+                        + "transport that crosses hosts", e);
             }
             throw new ConduitException(plugin + ": cannot reach the peer: its lease " + directory.path().resolve(leaseName) + " cannot be opened ("
                     + e.errnoName() + "); " + dev.conduit.linux.Errno.remedy(e.errno(), switch (e.errnoName()) {

@@ -9,7 +9,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The memfd payload of a handle names a socket the importer then connects to. For any bytes the
  * decoder returns a payload whose socket is one plain name of the fd server's shape (never a path
- * out of the shared directory), or throws {@link InvalidHandleException}.
+ * out of the shared directory), or throws {@link InvalidHandleException}. Version 1 ends at the
+ * token; version 2 names the producer's directory after it, and encodes back to the same bytes.
  */
 class MemfdPayloadFuzzTest {
 

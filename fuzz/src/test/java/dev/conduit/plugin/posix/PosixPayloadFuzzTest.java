@@ -3,13 +3,15 @@ package dev.conduit.plugin.posix;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
 
 import java.nio.file.Path;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The posix payload of a handle names the chunk file to open. For any bytes the decoder returns a
+ * The posix payload of a handle names the chunk file to open (and, from version 2, the producer's
+ * directory, which decides nothing). For any bytes the decoder returns a
  * path that stays inside the shared directory (relative, no {@code ..}, no empty or {@code .}
  * segment, no NUL), or throws {@link InvalidHandleException}.
  */
@@ -17,19 +19,23 @@ class PosixPayloadFuzzTest {
 
     @FuzzTest(maxExecutions = 100_000, maxDuration = "2m")
     void decodeAcceptsOnlyPathsBeneathTheDirectory(byte[] bytes) {
-        String path;
+        ExportPayload payload;
         try {
-            path = ExportPayload.decode(new PayloadReader(bytes, 0, bytes.length, "payload."));
+            payload = ExportPayload.decode(new PayloadReader(bytes, 0, bytes.length, "payload."));
         } catch (InvalidHandleException e) {
             assertThat(e.getMessage()).isNotBlank();
             return;
         }
+        String path = payload.path();
         assertThat(path).isNotEmpty().doesNotStartWith("/").doesNotContain("\0");
         for (String segment : path.split("/", -1)) {
             assertThat(segment).as("segment of '%s'", path).isNotEmpty().isNotEqualTo(".").isNotEqualTo("..");
         }
         Path base = Path.of("/shared");
         assertThat(base.resolve(path).normalize().startsWith(base)).isTrue();
-        assertThat(ExportPayload.encode(path)).isEqualTo(bytes);
+        // Version 1 ends at the path; version 2, which this process writes, names the directory after it.
+        byte[] encoded = payload.directory() == null ? new PayloadWriter().u8(1).string(path).toByteArray()
+                : ExportPayload.encode(path, payload.directory());
+        assertThat(encoded).isEqualTo(bytes);
     }
 }

@@ -10,6 +10,7 @@ import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.PeerCredentials;
 import dev.conduit.linux.ReceivedMessage;
 import dev.conduit.linux.Seals;
+import dev.conduit.shm.DirectoryIdentity;
 import dev.conduit.shm.ExporterLease;
 import dev.conduit.shm.LeaseWatch;
 import dev.conduit.shm.OwnerLease;
@@ -161,7 +162,7 @@ final class MemfdImporter implements IpcImporter {
         FileDescriptor memfd = null;
         int producerUser;
         try (SharedDirectory directory = SharedDirectory.open(libc, sharedDirectory, MemfdConfig.SHARED_DIR_KEY);
-             FileDescriptor socketFile = openSocketFile(reader, directory, payload.socketName(), path)) {
+             FileDescriptor socketFile = openSocketFile(reader, directory, payload, path)) {
             FileStatus socketStatus = checkIsSocket(reader, socketFile, path);
             producerUser = socketStatus.uid();
             long deadline = System.nanoTime() + connectTimeoutNanos;
@@ -210,13 +211,14 @@ final class MemfdImporter implements IpcImporter {
         return status;
     }
 
-    private FileDescriptor openSocketFile(PayloadReader reader, SharedDirectory directory, String name, String path) {
+    private FileDescriptor openSocketFile(PayloadReader reader, SharedDirectory directory, MemfdPayload payload, String path) {
+        String name = payload.socketName();
         try {
             // O_PATH: a socket cannot be opened for I/O, but it can be named, and fstat'ed.
             return directory.openExisting(name, OpenFlags.O_PATH);
         } catch (ErrnoException e) {
             throw switch (e.errno()) {
-                case Errno.ENOENT -> !producerAlive(directory, name) ? producerGoneOrItsFilesRemoved(path, e)
+                case Errno.ENOENT -> !producerAlive(directory, name) ? notFoundNorItsProducer(directory, payload, path, e)
                         : otherSocketOfProducer(directory, name).map(other -> (RuntimeException) new ConduitException("no socket "
                                 + path + ", while its producer lives and serves on " + other + ": the handle is corrupt or forged, "
                                 + "or names an earlier fd server of that producer", e))
@@ -649,6 +651,30 @@ final class MemfdImporter implements IpcImporter {
     }
 
     /**
+     * Neither the socket nor a held lease of its producer is in this process's shared directory: the
+     * producer is gone from the directory the handle names, or this process looks in another one,
+     * which the handle's directory tells where it can ({@link DirectoryIdentity}).
+     */
+    private RuntimeException notFoundNorItsProducer(SharedDirectory directory, MemfdPayload payload, String path, ErrnoException e) {
+        DirectoryIdentity here = DirectoryIdentity.of(libc, directory.fd());
+        DirectoryIdentity.Match where = payload.directory() == null ? DirectoryIdentity.Match.UNKNOWN : here.compare(payload.directory());
+        return switch (where) {
+            case SAME -> new ConduitException(producerGone(path, "does not exist, nor does a held lease of its producer, in the very "
+                    + "directory the handle names (" + here.describe() + ")", e).getMessage() + "; or a cleaner removed its files, "
+                    + "lease included, while it lives" + CLEANER_REMEDY, e);
+            case OTHER -> new ConduitException("cannot import: the handle names a socket of another shared directory than this "
+                    + "process's " + directory.path() + " (" + MemfdConfig.SHARED_DIR_KEY + "), where " + payload.socketName() + " is not "
+                    + "found (ENOENT): the producer's directory is " + payload.directory().describe() + ", this one " + here.describe()
+                    + ". " + DirectoryIdentity.oneDirectoryRemedy(MemfdConfig.SHARED_DIR_KEY), e);
+            case UNKNOWN -> producerGoneOrItsFilesRemoved(path, e);
+        };
+    }
+
+    /** What a cleaner that removes a live producer's files does, and what to do: the end of a sentence. */
+    private static final String CLEANER_REMEDY = " (systemd-logind with RemoveIPC=yes removes a user's /dev/shm files when its last "
+            + "session ends: keep it off the shared directory), and then it binds its socket again within a second";
+
+    /**
      * Gone as far as the files say: a cleaner that removes the lease too looks the same from here, for a second, and so
      * does a producer that lives in another directory than this process's shared.dir (an importer started without the
      * producer's CONDUIT_SHARED_DIR, a container that mounts it elsewhere), which the message used not to mention while
@@ -656,9 +682,8 @@ final class MemfdImporter implements IpcImporter {
      */
     private static ConduitException producerGoneOrItsFilesRemoved(String path, Throwable cause) {
         return new ConduitException(producerGone(path, "does not exist, nor does a held lease of its producer", cause).getMessage()
-                + "; or a cleaner removed its files, lease included, while it lives (systemd-logind with RemoveIPC=yes removes a "
-                + "user's /dev/shm files when its last session ends: keep it off the shared directory), and then it binds its "
-                + "socket again within a second. If the producer is alive, check that " + MemfdConfig.SHARED_DIR_KEY + " shows "
+                + "; or a cleaner removed its files, lease included, while it lives" + CLEANER_REMEDY + ". If the producer is alive, "
+                + "check that " + MemfdConfig.SHARED_DIR_KEY + " shows "
                 + "this process the same directory as the producer's (handles name files relative to it)", cause);
     }
 

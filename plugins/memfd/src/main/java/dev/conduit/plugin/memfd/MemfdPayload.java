@@ -1,36 +1,47 @@
 package dev.conduit.plugin.memfd;
 
+import dev.conduit.shm.DirectoryIdentity;
 import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 
 import java.util.Arrays;
+import java.util.Objects;
 
 /**
- * The memfd plugin's part of an IPC handle: where the producer's fd server listens and the
- * capability token that makes it hand out the chunk.
+ * The memfd plugin's part of an IPC handle: where the producer's fd server listens, the
+ * capability token that makes it hand out the chunk, and which shared directory the producer uses.
  *
  * <pre>
- * offset  size  field     rule on decode
- * ------  ----  --------  ---------------------------------------------------------------------
- *      0  1     version   {@value #VERSION}
- *      1  2+n   socket    u16 length + the fd server's socket name, relative to the shared
- *                         directory: one segment of [A-Za-z0-9._-], "conduit-memfd-...sock"
- *      .  16    token     the chunk's capability token (128 random bits)
- *                         no bytes may follow
+ * offset  size  field               rule on decode
+ * ------  ----  ------------------  ---------------------------------------------------------------
+ *      0  1     version             {@value #VERSION}, or 1 (below)
+ *      1  2+n   socket              u16 length + the fd server's socket name, relative to the shared
+ *                                   directory: one segment of [A-Za-z0-9._-], "conduit-memfd-...sock"
+ *      .  16    token               the chunk's capability token (128 random bits)
+ *      .  8     directory.device    any: the producer's shared directory's st_dev    } {@link DirectoryIdentity}:
+ *      .  8     directory.inode     any: its st_ino                                  } words an import that
+ *      .  8     directory.birth     any: its stx_btime in ns, or 0 where not recorded } finds no socket
+ *                                   no bytes may follow
  * </pre>
+ * Version 2 added the three {@code directory} fields (2026-12-06); a payload of version 1, which
+ * ends at the token, is still taken, its directory unknown.
  *
  * The socket name is relative because producer and consumer may see the shared directory at
  * different paths (a host and a container); each resolves it against its own
  * {@code shared.dir}. The token is the capability: whoever holds the handle may map the chunk,
- * as long as the server admits its user.
+ * as long as the server admits its user. The directory decides nothing: it tells an import that
+ * finds no socket whether it looked in the producer's directory.
  *
  * @param socketName the fd server's socket, relative to the shared directory
  * @param token      the capability token, {@value FdProtocol#TOKEN_LENGTH} bytes
+ * @param directory  the producer's shared directory, or {@code null} for a payload of version 1
  */
-record MemfdPayload(String socketName, byte[] token) {
+record MemfdPayload(String socketName, byte[] token, DirectoryIdentity directory) {
 
-    static final int VERSION = 1;
+    static final int VERSION = 2;
+    /** The version before the directory's identity: taken, its directory unknown; what {@link #encode} writes without one. */
+    private static final int VERSION_WITHOUT_DIRECTORY = 1;
 
     MemfdPayload {
         if (token.length != FdProtocol.TOKEN_LENGTH) {
@@ -45,7 +56,10 @@ record MemfdPayload(String socketName, byte[] token) {
     }
 
     byte[] encode() {
-        return new PayloadWriter().u8(VERSION).string(socketName).bytes(token).toByteArray();
+        if (directory == null) {
+            return new PayloadWriter().u8(VERSION_WITHOUT_DIRECTORY).string(socketName).bytes(token).toByteArray();
+        }
+        return directory.writeTo(new PayloadWriter().u8(VERSION).string(socketName).bytes(token)).toByteArray();
     }
 
     /**
@@ -55,7 +69,7 @@ record MemfdPayload(String socketName, byte[] token) {
      */
     static MemfdPayload decode(PayloadReader reader) {
         int version = reader.u8("version");
-        if (version != VERSION) {
+        if (version != VERSION && version != VERSION_WITHOUT_DIRECTORY) {
             throw reader.invalid("version", FormatVersions.refusal("memfd export payload", version, VERSION, "the producer"));
         }
         String socket = reader.relativePath("socket");
@@ -65,18 +79,24 @@ record MemfdPayload(String socketName, byte[] token) {
                     + FdProtocol.FILE_PREFIX + "-<owner>-<random>" + FdProtocol.SOCKET_SUFFIX + ", directly in the shared directory)");
         }
         byte[] token = reader.bytes("token", FdProtocol.TOKEN_LENGTH);
-        reader.end("token");
-        return new MemfdPayload(socket, token);
+        if (version == VERSION_WITHOUT_DIRECTORY) {
+            reader.end("token");
+            return new MemfdPayload(socket, token, null);
+        }
+        DirectoryIdentity directory = DirectoryIdentity.read(reader);
+        reader.end("directory.birth");
+        return new MemfdPayload(socket, token, directory);
     }
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof MemfdPayload p && p.socketName.equals(socketName) && Arrays.equals(p.token, token);
+        return o instanceof MemfdPayload p && p.socketName.equals(socketName) && Arrays.equals(p.token, token)
+                && Objects.equals(p.directory, directory);
     }
 
     @Override
     public int hashCode() {
-        return socketName.hashCode() * 31 + Arrays.hashCode(token);
+        return (socketName.hashCode() * 31 + Arrays.hashCode(token)) * 31 + Objects.hashCode(directory);
     }
 
     /** Never shows the token: it is a capability, and this string ends up in logs. */

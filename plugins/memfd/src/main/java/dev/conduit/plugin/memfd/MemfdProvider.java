@@ -6,6 +6,7 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Seals;
 import dev.conduit.shm.CgroupMemory;
+import dev.conduit.shm.DirectoryIdentity;
 import dev.conduit.shm.HugePages;
 import dev.conduit.shm.Meminfo;
 import dev.conduit.shm.OwnerLease;
@@ -81,6 +82,8 @@ final class MemfdProvider implements MemoryProvider {
     /** Whether {@code try} said that a chunk fell back to normal pages: once per provider. */
     private boolean fallbackSaid;
     private final SharedDirectory directory;
+    /** Which directory that is, as handles carry it: an import that finds no socket says whether it looked there. */
+    private final DirectoryIdentity directoryIdentity;
     private final OwnerLease lease;
     private final Set<Integer> allowedUids;
     private final long serverTimeoutNanos;
@@ -101,6 +104,7 @@ final class MemfdProvider implements MemoryProvider {
         this.hugePages = hugePages;
         this.pageSize = pageSize;
         this.directory = directory;
+        this.directoryIdentity = DirectoryIdentity.of(libc, directory.fd());
         this.lease = lease;
         this.allowedUids = allowedUids;
         this.serverTimeoutNanos = serverTimeoutNanos;
@@ -344,7 +348,7 @@ final class MemfdProvider implements MemoryProvider {
                 server = FdServer.start(libc, directory, lease, allowedUids, serverTimeoutNanos, logger);
             }
             byte[] token = server.publish(memfdChunk);
-            payload = new MemfdPayload(server.socketName(), token).encode();
+            payload = new MemfdPayload(server.socketName(), token, directoryIdentity).encode();
             memfdChunk.payload(payload);
         }
         return payload.clone();

@@ -317,7 +317,7 @@ class MemfdImporterTest {
         MemfdPayload real = MemfdPayload.decode(new PayloadReader(provider.export(chunk)));
         byte[] token = real.token();
         token[15] ^= 1;
-        byte[] forged = new MemfdPayload(real.socketName(), token).encode();
+        byte[] forged = new MemfdPayload(real.socketName(), token, real.directory()).encode();
 
         assertThatThrownBy(() -> map(importer, forged, SIZE)).hasMessageStartingWith("export gone");
         try (Wire.Reply reply = Wire.exchange(libc, shared.resolve(real.socketName()).toString(), FdProtocol.request(token))) {
@@ -330,30 +330,58 @@ class MemfdImporterTest {
     void anImportAfterTheProviderClosedFailsAsProducerGone() {
         Chunk chunk = provider.allocate(SIZE);
         byte[] payload = provider.export(chunk);
-        String socket = MemfdPayload.decode(new PayloadReader(payload)).socketName();
+        MemfdPayload decoded = MemfdPayload.decode(new PayloadReader(payload));
+        String socket = decoded.socketName();
         provider.close();
-        assertThatThrownBy(() -> map(importer, payload, SIZE))
+        var thrown = assertThatThrownBy(() -> map(importer, payload, SIZE))
                 .hasMessageStartingWith("producer gone (its socket " + shared.resolve(socket) + " does not exist, nor does a held lease "
-                        + "of its producer)");
+                        + "of its producer");
+        if (decoded.directory().birthNanos() != Libc.NO_BIRTH_TIME) {
+            // The handle names the directory this process looked in: no configuration to check.
+            thrown.hasMessageContaining("of its producer, in the very directory the handle names (device ")
+                    .hasMessageNotContaining("check that shared.dir");
+        } else {
+            thrown.hasMessageContaining("of its producer); ").hasMessageContaining("check that shared.dir");
+        }
+    }
+
+    /** A payload of version 1 (before payloads named their directory) is taken; where its socket is not found, both causes are said. */
+    @Test
+    void aPayloadOfVersion1IsTakenItsDirectoryUnknown() {
+        Chunk chunk = provider.allocate(SIZE);
+        MemfdPayload current = MemfdPayload.decode(new PayloadReader(provider.export(chunk)));
+        byte[] version1 = new MemfdPayload(current.socketName(), current.token(), null).encode();
+        assertThat(version1[0]).isEqualTo((byte) 1);
+        try (ChunkMapping mapping = map(importer, version1, SIZE)) {
+            assertThat(mapping.segment().byteSize()).isEqualTo(SIZE);
+        }
+        provider.close();
+        assertThatThrownBy(() -> map(importer, version1, SIZE))
+                .hasMessageStartingWith("producer gone (its socket " + shared.resolve(current.socketName()) + " does not exist, nor does "
+                        + "a held lease of its producer): ")
+                .hasMessageContaining("If the producer is alive, check that shared.dir (CONDUIT_SHARED_DIR) shows this process the "
+                        + "same directory as the producer's");
     }
 
     /**
      * An importer whose shared directory is not the producer's (started without the producer's
-     * CONDUIT_SHARED_DIR, or a container that mounts it elsewhere) finds neither socket nor lease,
-     * as for a producer that is gone: the failure names shared.dir as the thing to check if the
-     * producer lives, as posix's "export gone" does. It used to say only that the producer closed
-     * its pool or exited, while the producer served on.
+     * CONDUIT_SHARED_DIR, or a container that mounts it elsewhere) finds neither socket nor lease:
+     * the failure says it looks in another directory than the producer, naming both and the key to
+     * set. It used to say only that the producer closed its pool or exited, while the producer served
+     * on, and later both that and the key to check, leaving the user to guess which.
      */
     @Test
-    void anImportFromAnotherSharedDirectoryThanTheProducersNamesTheKeyToCheck(@TempDir Path elsewhere) {
+    void anImportFromAnotherSharedDirectoryThanTheProducersSaysSoNamingBoth(@TempDir Path elsewhere) {
         Chunk chunk = provider.allocate(SIZE);
         byte[] payload = provider.export(chunk);
         IpcImporter wrongView = new MemfdPlugin().ipcImporter(TestContext.of(elsewhere));
         assertThatThrownBy(() -> map(wrongView, payload, SIZE))
-                .hasMessageStartingWith("producer gone (its socket " + elsewhere.resolve(MemfdPayload.decode(
-                        new PayloadReader(payload)).socketName()))
-                .hasMessageContaining("If the producer is alive, check that shared.dir (CONDUIT_SHARED_DIR) shows this process the "
-                        + "same directory as the producer's");
+                .isExactlyInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("cannot import: the handle names a socket of another shared directory than this process's "
+                        + elsewhere + " (shared.dir (CONDUIT_SHARED_DIR)), where " + MemfdPayload.decode(new PayloadReader(payload))
+                        .socketName() + " is not found (ENOENT): the producer's directory is device ")
+                .hasMessageContaining(", this one device ")
+                .hasMessageContaining(". Set shared.dir (CONDUIT_SHARED_DIR) in each process to the path at which it sees one directory");
         try (ChunkMapping mapping = map(importer, payload, SIZE)) {
             assertThat(mapping.segment().byteSize()).isEqualTo(SIZE); // the producer lives: its own directory's importer maps it
         }
@@ -397,7 +425,7 @@ class MemfdImporterTest {
         String name = real.socketName();
         String forged = name.substring(0, name.length() - FdProtocol.SOCKET_SUFFIX.length() - 1)
                 + (name.charAt(name.length() - FdProtocol.SOCKET_SUFFIX.length() - 1) == '0' ? '1' : '0') + FdProtocol.SOCKET_SUFFIX;
-        assertThatThrownBy(() -> map(importer, new MemfdPayload(forged, new byte[16]).encode(), SIZE))
+        assertThatThrownBy(() -> map(importer, new MemfdPayload(forged, new byte[16], null).encode(), SIZE))
                 .hasMessageStartingWith("no socket " + shared.resolve(forged) + ", while its producer lives and serves on "
                         + shared.resolve(name) + ": the handle is corrupt or forged");
     }
@@ -491,7 +519,7 @@ class MemfdImporterTest {
         try (FileDescriptor listener = libc.socket(SocketFlags.SOCK_STREAM)) {
             libc.bind(listener, shared.resolve(name).toString());
         }
-        assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+        assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16], null).encode(), SIZE))
                 .hasMessageStartingWith("producer gone (its socket " + shared.resolve(name) + " refuses connections")
                 .hasRootCauseInstanceOf(ErrnoException.class);
     }
@@ -519,7 +547,7 @@ class MemfdImporterTest {
                     }
                 }
             });
-            assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+            assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16], null).encode(), SIZE))
                     .hasMessageStartingWith("producer gone (its socket " + shared.resolve(name)
                             + " closed the connection without answering")
                     .hasCauseInstanceOf(java.io.EOFException.class);
@@ -546,7 +574,7 @@ class MemfdImporterTest {
                     libc.poll(client, dev.conduit.linux.PollEvents.POLLIN, 30_000); // the request arrived, and is left unread
                 }
             });
-            assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+            assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16], null).encode(), SIZE))
                     .hasMessageStartingWith("producer gone (its socket " + shared.resolve(name) + " reset the connection before answering")
                     .hasMessageContaining("memfd.server.timeout (CONDUIT_MEMFD_SERVER_TIMEOUT)")
                     .hasCauseInstanceOf(ErrnoException.class);
@@ -573,11 +601,18 @@ class MemfdImporterTest {
         String socket = MemfdPayload.decode(new PayloadReader(payload)).socketName();
 
         byte[] version = payload.clone();
-        version[0] = 2;
-        assertInvalid(version, "payload.version", "memfd export payload version 2, where this process's Conduit reads only version 1: the producer runs a newer Conduit than this process; upgrade this process");
+        version[0] = 3;
+        assertInvalid(version, "payload.version", "memfd export payload version 3, where this process's Conduit reads only version 2: the producer runs a newer Conduit than this process; upgrade this process");
 
         byte[] trailing = Arrays.copyOf(payload, payload.length + 1);
-        assertInvalid(trailing, "payload.token", "1 unexpected trailing bytes");
+        assertInvalid(trailing, "payload.directory.birth", "1 unexpected trailing bytes");
+
+        byte[] directoryCutShort = Arrays.copyOf(payload, payload.length - 1);
+        assertInvalid(directoryCutShort, "payload.directory.birth", "truncated");
+
+        byte[] version1Trailing = Arrays.copyOf(payload, payload.length - dev.conduit.shm.DirectoryIdentity.ENCODED_LENGTH + 1);
+        version1Trailing[0] = 1;
+        assertInvalid(version1Trailing, "payload.token", "1 unexpected trailing bytes");
 
         byte[] badCharacter = payload.clone();
         badCharacter[3 + 14] = '*';
@@ -615,7 +650,7 @@ class MemfdImporterTest {
         Files.createSymbolicLink(shared.resolve(plantedOutside), Files.createFile(outside.resolve("target")));
 
         for (String name : new String[] {planted, plantedOutside}) {
-            assertThatThrownBy(() -> map(importer, new MemfdPayload(name, real.token()).encode(), SIZE))
+            assertThatThrownBy(() -> map(importer, new MemfdPayload(name, real.token(), null).encode(), SIZE))
                     .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.socket"))
                     .hasMessageContaining("symbolic link");
         }
@@ -625,7 +660,7 @@ class MemfdImporterTest {
     void aFileThatIsNotASocketIsRefused() throws Exception {
         String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";
         Files.createFile(shared.resolve(name));
-        assertInvalid(new MemfdPayload(name, new byte[16]).encode(), "payload.socket", "is a regular file, not a socket");
+        assertInvalid(new MemfdPayload(name, new byte[16], null).encode(), "payload.socket", "is a regular file, not a socket");
     }
 
     @Test
@@ -879,7 +914,7 @@ class MemfdImporterTest {
                 if (type == SocketFlags.SOCK_SEQPACKET) {
                     libc.listen(other, 4);
                 }
-                assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+                assertThatThrownBy(() -> map(importer, new MemfdPayload(name, new byte[16], null).encode(), SIZE))
                         .isInstanceOf(ConduitException.class)
                         .hasMessageContaining("cannot connect to the producer's socket " + shared.resolve(name))
                         .hasMessageContaining("EPROTOTYPE")
@@ -896,7 +931,7 @@ class MemfdImporterTest {
         try (FileDescriptor listener = libc.socket(SocketFlags.SOCK_STREAM)) {
             libc.bind(listener, shared.resolve(name).toString());
             libc.listen(listener, 4); // and never accept
-            assertThatThrownBy(() -> map(impatient, new MemfdPayload(name, new byte[16]).encode(), SIZE))
+            assertThatThrownBy(() -> map(impatient, new MemfdPayload(name, new byte[16], null).encode(), SIZE))
                     .hasMessageContaining("did not answer within memfd.connect.timeout (CONDUIT_MEMFD_CONNECT_TIMEOUT) (200 ms)");
         }
     }

@@ -73,7 +73,7 @@ class MemfdPluginTest {
         assertThat(availability.details())
                 .containsEntry("shared.dir", shared.toString())
                 .containsEntry("seals", "F_SEAL_SEAL|F_SEAL_SHRINK|F_SEAL_GROW")
-                .containsEntry("formats", "receive queue layout 8, transport address 2, handle payload 1, fd protocol 1")
+                .containsEntry("formats", "receive queue layout 8, transport address 2, handle payload 2, fd protocol 1")
                 .containsKeys("arch", "kernel");
         assertThat(Leaks.memfdDescriptors()).isZero();
         assertThat(Leaks.files(shared)).isEmpty();

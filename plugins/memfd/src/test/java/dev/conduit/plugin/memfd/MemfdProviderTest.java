@@ -191,7 +191,9 @@ class MemfdProviderTest {
                     .matches("conduit-memfd-[0-9a-f]{32}-[0-9a-f]{16}\\.sock")
                     .hasSize(FdProtocol.SOCKET_NAME_LENGTH);
             assertThat(decoded.token()).hasSize(16).isNotEqualTo(other.token());
-            assertThat(payload).hasSize(1 + 2 + FdProtocol.SOCKET_NAME_LENGTH + 16);
+            assertThat(payload).hasSize(1 + 2 + FdProtocol.SOCKET_NAME_LENGTH + 16 + dev.conduit.shm.DirectoryIdentity.ENCODED_LENGTH);
+            assertThat(decoded.directory()).as("the shared directory's, as a worker's address names it").isNotNull()
+                    .isEqualTo(other.directory());
             assertThat(Files.exists(shared.resolve(decoded.socketName()), LinkOption.NOFOLLOW_LINKS)).isTrue();
         }
     }

@@ -95,7 +95,7 @@ final class Wire {
 
         /** A payload that points at this server. */
         byte[] payload(byte[] token) {
-            return new MemfdPayload(name, token).encode();
+            return new MemfdPayload(name, token, null).encode();
         }
 
         private void serveOne(Function<byte[], Answer> answer) {

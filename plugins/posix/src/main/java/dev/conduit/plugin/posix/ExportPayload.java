@@ -1,19 +1,20 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.shm.DirectoryIdentity;
 import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 
 /**
- * The posix plugin's part of an IPC handle: which chunk file to map. The runtime wraps it in the
- * generic handle (plugin name, origin, export id, chunk length, region, CRC), so it carries
- * nothing but the name.
+ * The posix plugin's part of an IPC handle: which chunk file to map, and in which directory the
+ * producer made it. The runtime wraps it in the generic handle (plugin name, origin, export id,
+ * chunk length, region, CRC).
  *
  * <table class="striped">
- * <caption>Payload, version 1 (little-endian)</caption>
+ * <caption>Payload, version 2 (little-endian)</caption>
  * <tr><th>offset</th><th>size</th><th>field</th><th>rule on decode</th></tr>
- * <tr><td>0</td><td>1</td><td>{@code payload.version}</td><td>{@value #VERSION}</td></tr>
+ * <tr><td>0</td><td>1</td><td>{@code payload.version}</td><td>{@value #VERSION}, or 1 (below)</td></tr>
  * <tr><td>1</td><td>2</td><td>{@code payload.path.length}</td><td>u16, 1 to
  *     {@value PayloadReader#MAX_PATH_LENGTH}</td></tr>
  * <tr><td>3</td><td>n</td><td>{@code payload.path}</td><td>UTF-8; a path relative to the
@@ -21,36 +22,54 @@ import dev.conduit.spi.PayloadWriter;
  *     {@code [A-Za-z0-9._-]}, none {@code .} or {@code ..}, no leading {@code /}
  *     ({@link PayloadReader#relativePath(String)}). The producer writes one file name,
  *     {@code conduit-posix-<owner>-<random>.chunk}</td></tr>
- * <tr><td>3+n</td><td>&nbsp;</td><td>{@code payload.end}</td><td>no bytes follow</td></tr>
+ * <tr><td>3+n</td><td>8</td><td>{@code payload.directory.device}</td><td>u64, any: the
+ *     producer's chunk directory's {@code st_dev}</td></tr>
+ * <tr><td>11+n</td><td>8</td><td>{@code payload.directory.inode}</td><td>u64, any: its
+ *     {@code st_ino}</td></tr>
+ * <tr><td>19+n</td><td>8</td><td>{@code payload.directory.birth}</td><td>u64, any: its
+ *     {@code stx_btime} in ns, or 0 where not recorded ({@link DirectoryIdentity})</td></tr>
+ * <tr><td>27+n</td><td>&nbsp;</td><td>{@code payload.end}</td><td>no bytes follow</td></tr>
  * </table>
+ * Version 2 added the three {@code directory} fields (2026-12-06); a payload of version 1, which
+ * ends at the path, is still taken, its directory unknown.
  *
  * <p>The path is only a name, never an authority: the importer still opens it beneath its own
- * directory without following symlinks, and checks what it opened (type, owner, size).
+ * directory without following symlinks, and checks what it opened (type, owner, size). The
+ * directory never decides anything either: it words the failure of an import that finds no file
+ * ({@code ENOENT}), a chunk freed in the very directory the handle names, or a consumer that looks
+ * in another one.
+ *
+ * @param path      the chunk file's path relative to the consumer's chunk directory
+ * @param directory the producer's chunk directory, or {@code null} for a payload of version 1
  */
-final class ExportPayload {
+record ExportPayload(String path, DirectoryIdentity directory) {
 
-    static final int VERSION = 1;
+    static final int VERSION = 2;
+    /** The version before the directory's identity: taken, its directory unknown. */
+    private static final int VERSION_WITHOUT_DIRECTORY = 1;
 
-    private ExportPayload() {
-    }
-
-    /** The payload naming chunk file {@code fileName}. */
-    static byte[] encode(String fileName) {
-        return new PayloadWriter().u8(VERSION).string(fileName).toByteArray();
+    /** The payload naming chunk file {@code fileName} in the directory {@code directory}. */
+    static byte[] encode(String fileName, DirectoryIdentity directory) {
+        return directory.writeTo(new PayloadWriter().u8(VERSION).string(fileName)).toByteArray();
     }
 
     /**
-     * The chunk file's path relative to the consumer's chunk directory.
+     * Reads and validates a payload.
      *
      * @throws InvalidHandleException naming the field that is wrong; nothing has been opened
      */
-    static String decode(PayloadReader payload) {
+    static ExportPayload decode(PayloadReader payload) {
         int version = payload.u8("version");
-        if (version != VERSION) {
+        if (version != VERSION && version != VERSION_WITHOUT_DIRECTORY) {
             throw payload.invalid("version", FormatVersions.refusal("posix export payload", version, VERSION, "the producer"));
         }
         String path = payload.relativePath("path");
+        if (version == VERSION_WITHOUT_DIRECTORY) {
+            payload.end("end");
+            return new ExportPayload(path, null);
+        }
+        DirectoryIdentity directory = DirectoryIdentity.read(payload);
         payload.end("end");
-        return path;
+        return new ExportPayload(path, directory);
     }
 }

@@ -7,6 +7,7 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.OpenFlags;
+import dev.conduit.shm.DirectoryIdentity;
 import dev.conduit.shm.ExporterLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.UserNamespace;
@@ -94,7 +95,8 @@ final class PosixImporter implements IpcImporter {
      */
     @Override
     public ChunkMapping map(PayloadReader payload, long chunkLength) {
-        String name = ExportPayload.decode(payload);
+        ExportPayload export = ExportPayload.decode(payload);
+        String name = export.path();
         if (chunkLength <= 0) {
             throw new InvalidHandleException("chunk.length", chunkLength + " is not a positive length");
         }
@@ -105,13 +107,13 @@ final class PosixImporter implements IpcImporter {
             try {
                 opened = directory.openRegularFile(name, OPEN_FLAGS, "chunk", CHUNKS_ARE_REGULAR_FILES);
             } catch (ErrnoException e) {
-                if (!readOnlyThroughReadOnlyMounts || !"EROFS".equals(e.errnoName())) throw refused(e, directory, name, path, payload);
+                if (!readOnlyThroughReadOnlyMounts || !"EROFS".equals(e.errnoName())) throw refused(e, directory, export, path, payload);
                 // A read-only mount (a container's -v DIR:DIR:ro): the chunk can still be read, so it is mapped for reading only.
                 try {
                     opened = directory.openRegularFile(name, READ_ONLY_OPEN_FLAGS, "chunk", CHUNKS_ARE_REGULAR_FILES);
                     writable = false;
                 } catch (ErrnoException readOnly) {
-                    throw refused(readOnly, directory, name, path, payload);
+                    throw refused(readOnly, directory, export, path, payload);
                 }
             }
             FileMapping mapping = null;
@@ -133,12 +135,10 @@ final class PosixImporter implements IpcImporter {
     }
 
     /** Why {@code path} could not be opened ({@code e}), as the exception to throw. */
-    private RuntimeException refused(ErrnoException e, SharedDirectory directory, String name, Path path, PayloadReader payload) {
+    private RuntimeException refused(ErrnoException e, SharedDirectory directory, ExportPayload export, Path path, PayloadReader payload) {
+        String name = export.path();
         return switch (e.errnoName()) {
-            case "ENOENT" -> new ConduitException("export gone: " + path + " does not exist. Its producer freed the chunk "
-                    + "or died (a dead producer's files are removed by the next posix provider that opens on the directory). "
-                    + "If the producer is alive, check that " + config.directoryKeys() + " shows this process the same "
-                    + "directory as the producer's", e);
+            case "ENOENT" -> notFound(e, directory, export, path);
             case "ELOOP" -> payload.invalid("path", "'" + name + "' is or passes through a symbolic link in " + config.directory()
                     + "; refused: handles name chunk files, and a link could point anywhere");
             case "EXDEV" -> payload.invalid("path", "'" + name + "' leads outside " + config.directory() + "; refused");
@@ -153,6 +153,28 @@ final class PosixImporter implements IpcImporter {
                             + Errno.remedy(e.errno(), "check the directory set by " + config.directoryKeys()), e));
             default -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "
                     + Errno.remedy(e.errno(), "check the directory set by " + config.directoryKeys()), e);
+        };
+    }
+
+    /**
+     * The chunk file is not in this process's chunk directory: freed there (its producer freed it or
+     * died), or this process looks in another directory than the producer, which the handle's
+     * directory tells where it can ({@link DirectoryIdentity}).
+     */
+    private ConduitException notFound(ErrnoException e, SharedDirectory directory, ExportPayload export, Path path) {
+        DirectoryIdentity here = DirectoryIdentity.of(libc, directory.fd());
+        DirectoryIdentity.Match where = export.directory() == null ? DirectoryIdentity.Match.UNKNOWN : here.compare(export.directory());
+        String freed = "Its producer freed the chunk or died (a dead producer's files are removed by the next posix provider that opens "
+                + "on the directory)";
+        return switch (where) {
+            case SAME -> new ConduitException("export gone: " + path + " does not exist, in the very directory the handle names ("
+                    + here.describe() + "). " + freed + ", or something removed the file while the producer lives (a cleanup job)", e);
+            case OTHER -> new ConduitException("cannot import: the handle names a chunk of another directory than this process's "
+                    + directory.path() + " (" + config.directoryKeys() + "), where " + export.path() + " is not found (ENOENT): the "
+                    + "producer's directory is " + export.directory().describe() + ", this one " + here.describe() + ". "
+                    + DirectoryIdentity.oneDirectoryRemedy(config.directoryKeys()), e);
+            case UNKNOWN -> new ConduitException("export gone: " + path + " does not exist. " + freed + ". If the producer is alive, "
+                    + "check that " + config.directoryKeys() + " shows this process the same directory as the producer's", e);
         };
     }
 

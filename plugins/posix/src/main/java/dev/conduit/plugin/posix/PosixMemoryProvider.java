@@ -7,6 +7,7 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.CgroupMemory;
+import dev.conduit.shm.DirectoryIdentity;
 import dev.conduit.shm.HugePages;
 import dev.conduit.shm.Meminfo;
 import dev.conduit.shm.OwnerLease;
@@ -101,6 +102,8 @@ final class PosixMemoryProvider implements MemoryProvider {
     private final long pageSize;
     /** {@code conduit-posix-<owner>-}: the start of this provider's file names, which tells its chunks from others'. */
     private final String ownFilePrefix;
+    /** Which directory the chunks are in, as handles carry it: an import that finds no file says whether it looked there. */
+    private final DirectoryIdentity directoryIdentity;
 
     /**
      * Held for reading by {@link #allocate} and {@link #free} while they use the directory's
@@ -130,6 +133,7 @@ final class PosixMemoryProvider implements MemoryProvider {
         this.store = store;
         this.pageSize = isHugetlbfs(store) ? hugePageSize(store, directory.path()) : PageSize.get();
         this.ownFilePrefix = FILE_PREFIX + "-" + lease.owner() + "-";
+        this.directoryIdentity = DirectoryIdentity.of(libc, directory.fd());
     }
 
     /**
@@ -310,7 +314,7 @@ final class PosixMemoryProvider implements MemoryProvider {
     }
 
     /**
-     * The payload naming the chunk's file ({@link ExportPayload}).
+     * The payload naming the chunk's file and its directory ({@link ExportPayload}).
      *
      * @throws IllegalStateException if the chunk was freed, or the provider closed
      * @throws IllegalArgumentException if the chunk is not this provider's
@@ -324,7 +328,7 @@ final class PosixMemoryProvider implements MemoryProvider {
                 throw new IllegalStateException(posix + " was freed; it cannot be exported");
             }
         }
-        return ExportPayload.encode(posix.fileName());
+        return ExportPayload.encode(posix.fileName(), directoryIdentity);
     }
 
     /**

@@ -70,8 +70,12 @@ class PosixMemoryProviderTest {
             byte[] payload = provider.export(chunk);
 
             PayloadReader reader = new PayloadReader(payload);
-            assertThat(reader.u8("version")).isEqualTo(1);
+            assertThat(reader.u8("version")).isEqualTo(2);
             assertThat(reader.relativePath("path")).isEqualTo(chunkFiles().getFirst());
+            try (var directory = dev.conduit.shm.SharedDirectory.open(dev.conduit.linux.Linux.libc(), shared, "shared.dir")) {
+                assertThat(dev.conduit.shm.DirectoryIdentity.read(reader)).as("the directory the chunk is in")
+                        .isEqualTo(dev.conduit.shm.DirectoryIdentity.of(dev.conduit.linux.Linux.libc(), directory.fd()));
+            }
             assertThat(reader.remaining()).isZero();
             assertThat(provider.export(chunk)).isEqualTo(payload);
         }

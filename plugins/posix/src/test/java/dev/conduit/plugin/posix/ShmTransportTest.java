@@ -5647,7 +5647,7 @@ class ShmTransportTest {
     }
 
     /** Whether the file system of {@code directory} records when a file was made ({@code statx}'s {@code stx_btime}). */
-    private static boolean recordsBirthTimes(Path directory) {
+    static boolean recordsBirthTimes(Path directory) {
         Libc libc = dev.conduit.linux.Linux.libc();
         try (dev.conduit.linux.FileDescriptor fd = libc.open(directory.toString(), dev.conduit.linux.OpenFlags.O_RDONLY, 0)) {
             return libc.birthTimeNanos(fd) != Libc.NO_BIRTH_TIME;
@@ -5697,7 +5697,7 @@ class ShmTransportTest {
             file.write(header, 0);
             file.write(java.nio.ByteBuffer.allocate(1), 4096 + capacity - 1); // sparse: only the header's page is stored
         }
-        byte[] export = ExportPayload.encode(queue.getFileName().toString());
+        byte[] export = ExportPayload.encode(queue.getFileName().toString(), new dev.conduit.shm.DirectoryIdentity(0, 0, 0));
         byte[] forged = new dev.conduit.spi.PayloadWriter().u8(version).string(lease).u16(export.length).bytes(export)
                 .u64(4096 + capacity).bytes(token).bytes(directory).toByteArray();
         assertThatThrownBy(() -> sender.connect(new PayloadReader(forged), cause -> { }))
