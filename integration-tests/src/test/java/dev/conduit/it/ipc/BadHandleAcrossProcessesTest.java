@@ -105,7 +105,8 @@ class BadHandleAcrossProcessesTest {
     }
 
     private static Handle withPath(Handle h, String plugin, String path) {
-        return h.withPayload(plugin.equals("posix") ? Handle.posixPayload(path) : Handle.MemfdPayload.decode(h.payload()).withSocket(path).encode());
+        return h.withPayload(plugin.equals("posix") ? Handle.posixPayload(path, h.payload())
+                : Handle.MemfdPayload.decode(h.payload()).withSocket(path).encode());
     }
 
     /** Sends a bad handle to the consumer and checks how it failed, and that it opened and cached nothing. */

@@ -63,47 +63,52 @@ record Handle(String plugin, byte[] origin, long exportId, long chunkLength, lon
         return new Handle(plugin, origin, id, chunkLength, regionOffset, regionLength, payload);
     }
 
-    /** posix payload, version 1: {@code version u8 | path u16+n}. */
-    static byte[] posixPayload(String path) {
+    /** The producer's directory, as posix and memfd payloads of version 2 end with it: {@code device u64 | inode u64 | birth u64}. */
+    private static final int DIRECTORY_LENGTH = 24;
+
+    /** posix payload, version 2: {@code version u8 | path u16+n | directory 24}, the directory that of {@code real}, a real payload. */
+    static byte[] posixPayload(String path, byte[] real) {
         byte[] p = path.getBytes(StandardCharsets.UTF_8);
-        return ByteBuffer.allocate(3 + p.length).order(ByteOrder.LITTLE_ENDIAN).put((byte) 1).putShort((short) p.length).put(p).array();
+        return ByteBuffer.allocate(3 + p.length + DIRECTORY_LENGTH).order(ByteOrder.LITTLE_ENDIAN).put((byte) 2).putShort((short) p.length)
+                .put(p).put(real, real.length - DIRECTORY_LENGTH, DIRECTORY_LENGTH).array();
     }
 
     /** The path a posix payload names. */
     static String posixPath(byte[] payload) {
         ByteBuffer b = ByteBuffer.wrap(payload).order(ByteOrder.LITTLE_ENDIAN);
-        assertThat(b.get()).as("payload.version").isEqualTo((byte) 1);
+        assertThat(b.get()).as("payload.version").isEqualTo((byte) 2);
         String path = new String(bytes(b, Short.toUnsignedInt(b.getShort())), StandardCharsets.UTF_8);
-        assertThat(b.hasRemaining()).as("bytes after payload.path").isFalse();
+        assertThat(b.remaining()).as("bytes after payload.path: the directory").isEqualTo(DIRECTORY_LENGTH);
         return path;
     }
 
-    /** memfd payload, version 1: {@code version u8 | socket u16+n | token 16}. */
-    record MemfdPayload(String socket, byte[] token) {
+    /** memfd payload, version 2: {@code version u8 | socket u16+n | token 16 | directory 24}. */
+    record MemfdPayload(String socket, byte[] token, byte[] directory) {
         static MemfdPayload decode(byte[] payload) {
             ByteBuffer b = ByteBuffer.wrap(payload).order(ByteOrder.LITTLE_ENDIAN);
-            assertThat(b.get()).as("payload.version").isEqualTo((byte) 1);
+            assertThat(b.get()).as("payload.version").isEqualTo((byte) 2);
             String socket = new String(bytes(b, Short.toUnsignedInt(b.getShort())), StandardCharsets.UTF_8);
             byte[] token = bytes(b, 16);
-            assertThat(b.hasRemaining()).as("bytes after payload.token").isFalse();
-            return new MemfdPayload(socket, token);
+            byte[] directory = bytes(b, DIRECTORY_LENGTH);
+            assertThat(b.hasRemaining()).as("bytes after payload.directory").isFalse();
+            return new MemfdPayload(socket, token, directory);
         }
 
         byte[] encode() {
             byte[] s = socket.getBytes(StandardCharsets.UTF_8);
-            return ByteBuffer.allocate(3 + s.length + 16).order(ByteOrder.LITTLE_ENDIAN)
-                    .put((byte) 1).putShort((short) s.length).put(s).put(token).array();
+            return ByteBuffer.allocate(3 + s.length + 16 + DIRECTORY_LENGTH).order(ByteOrder.LITTLE_ENDIAN)
+                    .put((byte) 2).putShort((short) s.length).put(s).put(token).put(directory).array();
         }
 
         MemfdPayload withSocket(String s) {
-            return new MemfdPayload(s, token);
+            return new MemfdPayload(s, token, directory);
         }
 
         /** The same socket with every bit of the token flipped: a token the server never issued. */
         MemfdPayload withWrongToken() {
             byte[] t = token.clone();
             for (int i = 0; i < t.length; i++) t[i] = (byte) ~t[i];
-            return new MemfdPayload(socket, t);
+            return new MemfdPayload(socket, t, directory);
         }
     }
 
