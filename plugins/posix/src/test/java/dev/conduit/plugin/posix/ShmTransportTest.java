@@ -3482,6 +3482,20 @@ class ShmTransportTest {
     }
 
     /**
+     * A MSG record in a sender's name (a copy of its last one) that says its payload runs past the
+     * record: delivered, the handler would read the records after it as the payload. It refuses the
+     * connection instead.
+     */
+    @Test
+    void aSmallMessageWhosePayloadRunsPastItsRecordRefusesItsConnection() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("message of 0 + 1000 bytes in a record of 64", queue -> {
+            long copy = 4096 + tailOf(queue);
+            copyToTheTail(queue, firstRecordOfType(queue, 1)); // MSG
+            queue.set(ValueLayout.JAVA_LONG, copy + 24, 1000); // its payload length
+        }, 8);
+    }
+
+    /**
      * A record of a live sender's connection shorter than a record header (padding after it to the
      * end of its line, so that the framing holds) refuses the connection, as every breach does. It
      * used to be dropped with the connection kept: a hole.
