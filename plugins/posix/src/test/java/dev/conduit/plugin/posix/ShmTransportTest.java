@@ -3496,6 +3496,20 @@ class ShmTransportTest {
     }
 
     /**
+     * A LARGE record in a sender's name (a copy of its last one) whose header length runs past the
+     * record: delivered, the handler would read the records after it as the header. It refuses the
+     * connection instead.
+     */
+    @Test
+    void aLargeMessageWhoseHeaderRunsPastItsRecordRefusesItsConnection() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("large message of 100000 bytes", queue -> {
+            long copy = 4096 + tailOf(queue);
+            copyToTheTail(queue, firstRecordOfType(queue, 2)); // LARGE
+            queue.set(ValueLayout.JAVA_INT, copy + 20, 1000); // its header length
+        }, 8, 100_000);
+    }
+
+    /**
      * A record of a live sender's connection shorter than a record header (padding after it to the
      * end of its line, so that the framing holds) refuses the connection, as every breach does. It
      * used to be dropped with the connection kept: a hole.
