@@ -65,6 +65,22 @@ class BounceRingTest {
     }
 
     /**
+     * A payload that does not fit before the ring's end starts again at 0 and leaves the end
+     * unused: that end counts as in use too, or the payload would be written over one the receiver
+     * has not released, at the ring's start.
+     */
+    @Test
+    void aPayloadThatSkipsTheRingsEndCountsTheSkipAsInUse() {
+        sender.reserve(4 << 10);
+        sender.reserve(4 << 10);
+        sender.reserve(4 << 10);
+        receiver.release(4 << 10); // the first released: 4 KiB free at the start, 4 KiB at the end
+        assertThat(sender.reserve(6 << 10)).as("4 KiB skipped at the end, and 6 KiB from the start hold 4 KiB unreleased").isNegative();
+        assertThat(sender.reserve(4 << 10)).as("what fits before the end").isEqualTo(BounceRing.HEADER_LENGTH + (12 << 10));
+        assertThat(sender.reserve(4 << 10)).as("what fits at the start").isEqualTo(BounceRing.HEADER_LENGTH);
+    }
+
+    /**
      * Every payload an honest sender announces follows the receiver's last release
      * ({@link BounceRing#follows}): random sizes, reservations larger than the payload written (a
      * zero-copy send), the skipped end of an empty ring; and the receiver releasing in order.
