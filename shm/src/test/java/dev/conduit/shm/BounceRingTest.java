@@ -117,6 +117,23 @@ class BounceRingTest {
         assertThat(receiver.follows(0, end, offset + 64, 1024)).as("the payload past the end").isFalse();
     }
 
+    /**
+     * The farthest an honest sender's end gets from the last release: the ring empty one line past
+     * its start, a whole ring reserved, which skips all but that line of the end. It follows; an
+     * end two rings past the release does not.
+     */
+    @Test
+    void theFarthestEndAnHonestSenderReachesFollowsAndTwoRingsDoesNot() {
+        long capacity = receiver.capacity();
+        sender.reserve(64);
+        receiver.release(64);
+        long offset = sender.reserve(capacity);
+        assertThat(offset).isEqualTo(BounceRing.HEADER_LENGTH);
+        assertThat(sender.position()).isEqualTo(2 * capacity);
+        assertThat(receiver.follows(64, sender.position(), offset, capacity)).isTrue();
+        assertThat(receiver.follows(0, sender.position(), offset, capacity)).as("two rings past the release").isFalse();
+    }
+
     /** A release past what the sender reserved (a record in its name moved it) fails the sender's next reservation, before it writes over unread payloads. */
     @Test
     void aReleasePastWhatWasReservedFailsTheNextReservation() {
