@@ -106,7 +106,7 @@ class BounceRingTest {
         }
     }
 
-    /** What no honest sender announces: an end before the last release, two rings past it, a payload past its end. */
+    /** What no honest sender announces: an end before the last release, two rings past it, a payload past its end or in the header. */
     @Test
     void aReleaseBackwardsFarAheadOrBeforeItsPayloadDoesNotFollow() {
         long offset = sender.reserve(1024);
@@ -115,6 +115,8 @@ class BounceRingTest {
         assertThat(receiver.follows(end + 64, end, offset, 1024)).as("before the last release").isFalse();
         assertThat(receiver.follows(0, end + 2 * receiver.capacity(), offset, 1024)).as("two rings ahead").isFalse();
         assertThat(receiver.follows(0, end, offset + 64, 1024)).as("the payload past the end").isFalse();
+        assertThat(receiver.contains(BounceRing.HEADER_LENGTH - 64, 64)).as("a payload in the ring's header").isFalse();
+        assertThat(receiver.follows(0, end, 0, 64)).as("a payload in the ring's header").isFalse();
     }
 
     /**
