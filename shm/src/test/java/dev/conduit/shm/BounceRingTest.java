@@ -136,6 +136,14 @@ class BounceRingTest {
         assertThat(receiver.follows(0, sender.position(), offset, capacity)).as("two rings past the release").isFalse();
     }
 
+    /** A receiver attaches only to a ring whose capacity word is what it mapped: the ring's mask and bounds come from it. */
+    @Test
+    void attachingRefusesACapacityWordOtherThanTheMapping() {
+        memory.set(java.lang.foreign.ValueLayout.JAVA_LONG, BounceRing.CAPACITY_OFFSET, 8 << 10);
+        assertThatThrownBy(() -> BounceRing.attach(memory)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("bounce ring says capacity 8192 but " + memory.byteSize() + " bytes are mapped");
+    }
+
     /** A release past what the sender reserved (a record in its name moved it) fails the sender's next reservation, before it writes over unread payloads. */
     @Test
     void aReleasePastWhatWasReservedFailsTheNextReservation() {
