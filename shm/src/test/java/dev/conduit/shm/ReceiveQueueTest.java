@@ -511,6 +511,26 @@ class ReceiveQueueTest {
         }
     }
 
+    /**
+     * Each word {@code format} wrote, overwritten, is header damage naming it: senders refuse such a
+     * queue when they attach, and the receiver, which reads its own queue through its head alone,
+     * learns it only from this.
+     */
+    @Test
+    void eachWordOfTheFormatOverwrittenIsHeaderDamageNamingIt() {
+        assertThat(receiver.headerDamage(TOKEN)).isNull();
+        memory.set(ValueLayout.JAVA_INT, ReceiveQueue.VERSION_OFFSET, ReceiveQueue.VERSION + 1);
+        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its version is " + (ReceiveQueue.VERSION + 1));
+        memory.set(ValueLayout.JAVA_INT, ReceiveQueue.VERSION_OFFSET, ReceiveQueue.VERSION);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.CAPACITY_OFFSET, 8192);
+        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its capacity is 8192");
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.CAPACITY_OFFSET, 4096);
+        memory.set(ValueLayout.JAVA_BYTE, ReceiveQueue.TOKEN_OFFSET + ReceiveQueue.TOKEN_LENGTH - 1, (byte) 1);
+        assertThat(receiver.headerDamage(TOKEN)).isEqualTo("its token changed");
+        memory.set(ValueLayout.JAVA_BYTE, ReceiveQueue.TOKEN_OFFSET + ReceiveQueue.TOKEN_LENGTH - 1, (byte) 0);
+        assertThat(receiver.headerDamage(TOKEN)).isNull();
+    }
+
     /** Named-up-to is the end of a claim whose record is taken: never behind the shared head, never past the tail. */
     @Test
     void aNamedUpToOutsideTheHeadAndTheTailIsHeaderDamage() {
