@@ -531,6 +531,23 @@ class ReceiveQueueTest {
         assertThat(receiver.headerDamage(TOKEN)).isNull();
     }
 
+    /**
+     * A taken word no sender writes in the ring's last 8 bytes (a process that maps the queue wrote
+     * it there, behind padding of a length no sender writes): no connection field follows it, so the
+     * receiver names the owner tag alone, and reads nothing past the ring.
+     */
+    @Test
+    void aTakenWordInTheRingsLastEightBytesNamesItsOwnerWithoutReadingPastTheRing() {
+        long capacity = receiver.capacity();
+        long record = sender.claim((int) capacity, 1);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + capacity - 8, ReceiveQueue.twoInts(-64, 0x0bad_cafe));
+        sender.commit(record, (int) capacity - 8, ReceiveQueue.PAD);
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.headPosition()).isEqualTo(capacity - 8);
+        assertThat(receiver.isHeadBlocked()).isTrue();
+        assertThat(receiver.blockedConnection()).isEqualTo(0x0bad_cafe_0000_0000L);
+    }
+
     /** Named-up-to is the end of a claim whose record is taken: never behind the shared head, never past the tail. */
     @Test
     void aNamedUpToOutsideTheHeadAndTheTailIsHeaderDamage() {
