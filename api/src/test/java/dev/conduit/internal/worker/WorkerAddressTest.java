@@ -160,6 +160,8 @@ class WorkerAddressTest {
         assertField(seal(raw(2).string("shm").u16(0).string("shm").u16(0)), "entry[1].plugin");
         assertField(seal(raw(1).string("shm").u16(1025).bytes(new byte[1025])), "entry[0].address.length");
         assertField(seal(raw(1).string("shm").u16(40).bytes(new byte[8])), "entry[0].address.length");
+        // Runs into the crc by 2 bytes: the length is what is wrong, not the count of transports after it.
+        assertField(seal(raw(1).string("shm").u16(10).bytes(new byte[8])), "entry[0].address.length");
         assertField(mutated(b -> b[33] ^= 1), "crc"); // well-formed, altered address byte
         assertField(mutated(b -> b[b.length - 1] ^= 1), "crc");
     }
