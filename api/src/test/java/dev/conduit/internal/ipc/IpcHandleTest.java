@@ -52,6 +52,8 @@ class IpcHandleTest {
         assertField(setLong(HANDLE.encode(), REGION_LENGTH, (2 << 20) - 4095), "region.length");
         assertField(setLong(HANDLE.encode(), REGION_LENGTH, Long.MAX_VALUE), "region.length");
         assertField(set(HANDLE.encode(), PAYLOAD_LENGTH, 4), "payload.length");
+        // One byte over the bound, with the handle's length and crc matching it: refused by the bound, not by its framing.
+        assertField(new IpcHandle("memfd", 1, 1, 7, 2 << 20, 0, 512, new byte[IpcHandle.MAX_PAYLOAD + 1]).encode(), "payload.length");
         byte[] zeroOrigin = HANDLE.encode();
         Arrays.fill(zeroOrigin, ORIGIN, ORIGIN + 16, (byte) 0);
         assertField(zeroOrigin, "origin");
