@@ -39,6 +39,9 @@ class ThreadGuardTest {
         guard.exit();
         assertThatThrownBy(() -> CompletableFuture.runAsync(guard::enter).get(30, TimeUnit.SECONDS))
                 .hasCauseInstanceOf(WrongThreadException.class);
+        assertThat(guard.tryEnter()).as("tryEnter by the owner").isTrue();
+        guard.exit();
+        assertThat(CompletableFuture.supplyAsync(guard::tryEnter).get(30, TimeUnit.SECONDS)).as("tryEnter by another thread").isFalse();
     }
 
     @Test
