@@ -25,6 +25,10 @@ class ThreadGuardTest {
         guard.exit();
         assertThatThrownBy(() -> CompletableFuture.runAsync(guard::enter).get(30, TimeUnit.SECONDS))
                 .hasCauseInstanceOf(ConcurrentUseException.class);
+        // Conduit.close() tries a SERIALIZED worker's guard to close it itself: never while another thread is inside.
+        assertThat(CompletableFuture.supplyAsync(guard::tryEnter).get(30, TimeUnit.SECONDS)).as("tryEnter by another thread").isFalse();
+        assertThat(guard.tryEnter()).as("tryEnter by the thread inside").isTrue();
+        guard.exit();
         guard.exit();
         CompletableFuture.runAsync(() -> {
             guard.enter();
