@@ -565,6 +565,8 @@ class IpcCacheTest {
         assertThat(conduit.ipcCacheStats().hits()).as("the cached entry still serves its handle").isEqualTo(1);
         beside.close();
         assertThat(plugin.unmaps).as("the mapping beside goes with its region").hasValue(1);
+        assertThat(conduit.ipcCacheStats().entriesInUse()).as("the contradicting import left the cached entry's count as it found it")
+                .isZero();
         assertThat(conduit.ipcCacheStats().mappedBytes()).isEqualTo(CHUNK);
 
         ImportedRegion open = conduit.importRegion(longer);
