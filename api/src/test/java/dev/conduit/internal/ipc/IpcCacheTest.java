@@ -290,6 +290,33 @@ class IpcCacheTest {
         assertThat(conduit.ipcCacheStats().entriesInUse()).isZero();
     }
 
+    /**
+     * An importer that maps a length other than the handle's chunk, or nothing, is refused naming the
+     * plugin and the export, and what it mapped is unmapped: a shorter mapping kept would serve views
+     * of bytes it does not map, and its bytes would be counted as the chunk's.
+     */
+    @Test
+    void anImporterThatMapsAnotherLengthOrNothingIsRefusedAndWhatItMappedIsUnmapped() {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcHandle handle = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {3});
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            assertThatThrownBy(() -> cache.open(handle, h -> mapper.apply(new IpcHandle(h.plugin(), h.originHigh(), h.originLow(),
+                    h.exportId(), h.chunkLength() / 2, 0, 4096, h.payload()))))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessage("plugin 'inproc' mapped " + CHUNK / 2 + " bytes for export 3, the handle's chunk has " + CHUNK
+                            + ": the importer is broken");
+            assertThat(mapper.unmaps).as("the mapping of the wrong length").hasValue(1);
+            assertThatThrownBy(() -> cache.open(handle, h -> null)).isInstanceOf(ConduitException.class)
+                    .hasMessage("plugin 'inproc' importer returned no mapping for export 3");
+            IpcCacheStats stats = cache.stats();
+            assertThat(stats.entries()).isZero();
+            assertThat(stats.mappedBytes()).isZero();
+
+            cache.open(handle, mapper).close();
+            assertThat(cache.stats().entries()).as("the export still imports through a working importer").isEqualTo(1);
+        }
+    }
+
     @Test
     void aFailedImportLeavesTheRegionHandedBackClosedAndReusable() {
         Pool pool = open(1 << 30).pool("inproc");
