@@ -212,6 +212,28 @@ class IpcCacheEntryBoundTest {
         }
     }
 
+    /**
+     * An unused entry opened again through {@link IpcCache#open} (as a transport's RMA opens a peer's
+     * region), and released, counts once against the bound: the open must take it out of the count of
+     * entries that weigh as it pins it, or its release counts it a second time and the bound evicts a
+     * chunk it allows to stay.
+     */
+    @Test
+    void anUnusedEntryOpenedAgainAndReleasedCountsOnceAgainstTheBound() {
+        IpcCache cache = new IpcCache(1L << 30, 2, IpcCacheTest.IDLE);
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        try (cache) {
+            cache.open(handle(1), mapper).close();
+            cache.open(handle(2), mapper).close();
+
+            cache.open(handle(1), mapper).close();
+
+            assertThat(mapper.maps).as("the second open of export 1 is a hit").hasValue(2);
+            assertThat(mapper.unmaps).as("two unused chunks, within ipc.cache.entries=2").hasValue(0);
+            assertThat(cache.stats().entries()).isEqualTo(2);
+        }
+    }
+
     /** Imports {@code handle} and uses it more often than one import and one hit before its first release to 0, where it starts to weigh. */
     private static void weighAsHotterEntry(IpcCache cache, ArenaChunkMapper mapper, IpcHandle handle) {
         IpcCache.Lease first = cache.open(handle, mapper);
