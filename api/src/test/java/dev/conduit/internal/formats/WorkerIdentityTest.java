@@ -38,5 +38,7 @@ class WorkerIdentityTest {
         assertThat(WorkerIdentity.sameWorker(worker, address(8, new AddressFormat.Entry("posix", new byte[] {1, 2, 3, 0})))).isFalse();
         assertThat(WorkerIdentity.sameWorker(worker, address(8, new AddressFormat.Entry("memfd", new byte[] {1, 2, 3})))).as(
                 "posix's address under memfd").isFalse();
+        assertThat(WorkerIdentity.sameWorker(worker, WorkerAddress.fromBytes(AddressFormat.encode(7, 7, List.of(new AddressFormat.Entry(
+                "posix", new byte[] {9})))))).as("an id whose high half alone is its own").isFalse();
     }
 }
