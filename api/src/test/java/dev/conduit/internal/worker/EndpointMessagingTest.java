@@ -1149,6 +1149,7 @@ class EndpointMessagingTest {
         assertThat(ep.isFailed()).isTrue();
         assertThat(ep.failure()).isSameAs(reported.getFirst());
         assertThat(ep.pending()).isZero();
+        assertThat(ep.pendingBytes()).as("0 once failed, as pending()").isZero();
         assertThatThrownBy(() -> ep.send(1, longs(9))).isInstanceOf(PeerFailedException.class).hasCause(ep.failure());
         assertThatThrownBy(ep::flush).isInstanceOf(PeerFailedException.class);
 
