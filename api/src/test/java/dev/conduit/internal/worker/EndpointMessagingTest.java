@@ -1341,6 +1341,22 @@ class EndpointMessagingTest {
                 .satisfies(cause -> assertThat(cause).hasMessageContaining("died"));
     }
 
+    /** Two transports that throw in one round: the first one's exception is thrown, the other's suppressed in it, neither lost. */
+    @Test
+    void ofTwoTransportsThatThrowInOneRoundTheFirstIsThrownWithTheOtherSuppressedInIt() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false);
+        Conduit conduit = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"), a, b);
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        ConduitException first = new ConduitException("lo-a cannot go on");
+        ConduitException second = new ConduitException("lo-b cannot go on");
+        a.transports.get(0).progressFault = first; // progressed before lo-b
+        b.transports.get(0).progressFault = second;
+
+        assertThatThrownBy(worker::progress).isSameAs(first)
+                .satisfies(thrown -> assertThat(thrown.getSuppressed()).containsExactly(second));
+    }
+
     /**
      * A transport's send or progress that throws an unchecked exception the SPI does not use (a
      * plugin's bug) reaches the application as a {@code ConduitException} naming the plugin and the
