@@ -1341,6 +1341,34 @@ class EndpointMessagingTest {
                 .satisfies(cause -> assertThat(cause).hasMessageContaining("died"));
     }
 
+    /** A handler that throws ends the round after its transport: the next transport's messages wait for the next progress. */
+    @Test
+    void aHandlerThatThrowsEndsTheRoundAfterItsTransport() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false);
+        Conduit conduit = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"), a, b);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        IllegalStateException thrown = new IllegalStateException("the handler's own");
+        List<Long> seen = new ArrayList<>();
+        receiver.onMessage(1, m -> {
+            seen.add(m.payloadLong(0));
+            if (m.payloadLong(0) == 1) throw thrown;
+        });
+        b.refuseConnect = "over lo-a";
+        Endpoint overA = sender.connect(receiver.address());
+        b.refuseConnect = null;
+        a.refuseConnect = "over lo-b";
+        Endpoint overB = sender.connect(receiver.address());
+        overA.send(1, longs(1));
+        overB.send(1, longs(2));
+
+        assertThatThrownBy(receiver::progress).isSameAs(thrown);
+        assertThat(seen).as("lo-b, after lo-a, not progressed in that round").containsExactly(1L);
+        receiver.progress();
+        assertThat(seen).containsExactly(1L, 2L);
+    }
+
     /** Two transports that throw in one round: the first one's exception is thrown, the other's suppressed in it, neither lost. */
     @Test
     void ofTwoTransportsThatThrowInOneRoundTheFirstIsThrownWithTheOtherSuppressedInIt() {
