@@ -99,6 +99,67 @@ class RecordsReaderTest {
         assertThat(delivered).isEmpty();
     }
 
+    /**
+     * Each field of a record the peer wrote is checked at its bound: the largest header
+     * (1024 bytes) is read and one byte more is refused; a negative part, and a part larger than
+     * the message's total, are refused, where they would leave a message in progress that can
+     * never complete.
+     */
+    @Test
+    void aFirstRecordWhoseHeaderOrPartLiesIsAProtocolError() {
+        try (Arena arena = Arena.ofConfined(); reader) {
+            MemorySegment buffer = arena.allocate(BUFFER);
+            Records.write(buffer, 0, Records.FIRST, 1, Records.MAX_MESSAGE_HEADER, 1, 1);
+            reader.read(buffer, 0, Records.HEADER + Records.MAX_MESSAGE_HEADER + 1);
+            Records.write(buffer, 0, Records.FIRST, 2, Records.MAX_MESSAGE_HEADER + 1, 1, 1);
+            assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER + Records.MAX_MESSAGE_HEADER + 2))
+                    .isInstanceOf(Records.ProtocolError.class).hasMessageContaining("header " + (Records.MAX_MESSAGE_HEADER + 1));
+            Records.write(buffer, 0, Records.FIRST, 3, 8, -1, 0);
+            assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER + 7)).isInstanceOf(Records.ProtocolError.class)
+                    .hasMessageContaining("part -1");
+            Records.write(buffer, 0, Records.FIRST, 4, 0, 10, 5);
+            assertThatThrownBy(() -> reader.read(buffer, 0, Records.HEADER + 10)).isInstanceOf(Records.ProtocolError.class)
+                    .hasMessageContaining("part 10, total 5");
+        }
+        assertThat(delivered).containsExactly("1:" + Records.MAX_MESSAGE_HEADER + ":1:0");
+    }
+
+    /**
+     * While a message is being reassembled, the next record must continue it: a new first
+     * record, or a continuation of another total, that carries a header, or that runs past the
+     * total, is a protocol error, and no part of the message is delivered.
+     */
+    @Test
+    void aRecordThatDoesNotContinueTheMessageInProgressIsAProtocolError() {
+        int partOfFirst = 10;
+        long total = 20;
+        String[] lies = {"a new first record", "another total", "a header", "past the total"};
+        for (String lie : lies) {
+            try (Arena arena = Arena.ofConfined();
+                 Records.Reader fresh = new Records.Reader((id, hb, ho, hl, pb, po, pl) -> delivered.add(lie), BUFFERS, BUFFER, SENDER)) {
+                MemorySegment buffer = arena.allocate(BUFFER);
+                Records.write(buffer, 0, Records.FIRST, 1, 0, partOfFirst, total);
+                fresh.read(buffer, 0, Records.HEADER + partOfFirst);
+                int byteLength = Records.HEADER + 10;
+                switch (lie) {
+                    case "a new first record" -> Records.write(buffer, 0, Records.FIRST, 2, 0, 10, 10);
+                    case "another total" -> Records.write(buffer, 0, Records.MORE, 1, 0, 10, total + 1);
+                    case "a header" -> {
+                        Records.write(buffer, 0, Records.MORE, 1, 4, 6, total);
+                        byteLength = Records.HEADER + 4 + 6;
+                    }
+                    default -> {
+                        Records.write(buffer, 0, Records.MORE, 1, 0, 11, total);
+                        byteLength = Records.HEADER + 11;
+                    }
+                }
+                int length = byteLength;
+                assertThatThrownBy(() -> fresh.read(buffer, 0, length)).as(lie).isInstanceOf(Records.ProtocolError.class);
+            }
+        }
+        assertThat(delivered).isEmpty();
+    }
+
     /** A continuation that lies about the message in progress says which field lies, not that no message is in progress. */
     @Test
     void aContinuationThatDoesNotFitTheMessageInProgressNamesItsFields() {
