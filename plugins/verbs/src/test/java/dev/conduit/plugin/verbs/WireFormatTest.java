@@ -77,6 +77,21 @@ class WireFormatTest {
                 .hasMessageContaining("not a multiple of 64").hasMessageContaining("verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE)");
         assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4160, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(4160);
+        // Each bound holds at its edge: the last value in, the first one out.
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 3, 0, GID, 3, 8, 8192, "10.0.0.2", 1).encode())))
+                .isEqualTo("address.verbs.link.layer");
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4096, 8192, "10.0.0.2", 1).encode()).receiveBuffers())
+                .isEqualTo(4096);
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4097, 8192, "10.0.0.2", 1).encode())))
+                .isEqualTo("address.verbs.receive.buffers");
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096, "10.0.0.2", 1).encode()).bufferSize())
+                .isEqualTo(4096);
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096 - 64, "10.0.0.2", 1).encode())))
+                .isEqualTo("address.verbs.buffer.size");
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 1 << 30, "10.0.0.2", 1).encode()).bufferSize())
+                .isEqualTo(1 << 30);
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, (1 << 30) + 64, "10.0.0.2", 1).encode())))
+                .isEqualTo("address.verbs.buffer.size");
         assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "evil.example", 1).encode())))
                 .isEqualTo("address.verbs.wireup.host");
         assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "10.0.0.2", 0).encode())))
