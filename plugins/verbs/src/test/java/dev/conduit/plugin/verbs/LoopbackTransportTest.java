@@ -641,6 +641,24 @@ class LoopbackTransportTest {
         assertThat(b.received).hasSize(1);
     }
 
+    /** A credit word that goes back (takes credits back) is the same breach as one past the SENDs made. */
+    @Test
+    void aCreditWordThatGoesBackFailsTheEndpointAsAProtocolBreach() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemorySegment creditWord = ((VerbsEndpoint) e).creditWordMemory();
+        send(e, 1, MemorySegment.NULL, bytes("one"), a, b);
+        send(e, 1, MemorySegment.NULL, bytes("two"), a, b);
+        progressUntil(() -> b.received.size() == 2 && creditWord.get(Records.LONG, 0) == 2, a, b);
+        send(e, 1, MemorySegment.NULL, bytes("three"), a, b);
+        creditWord.set(Records.LONG, 0, 1);
+
+        assertThatThrownBy(() -> e.trySend(1, MemorySegment.NULL, bytes("four"))).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("its credit word says 1 of this endpoint's SENDs were received, after 2 and with 3 sent")
+                .hasMessageContaining("protocol breach");
+    }
+
     /**
      * The acceptor writes the connector's credit word through the connector's queue pair, and
      * reaches nothing else through it: a hostile acceptor that learns a chunk's key and address
