@@ -720,6 +720,47 @@ class LoopbackTransportTest {
         provider.free(chunk);
     }
 
+    /**
+     * Every byte the acceptor sends on the wire-up connection is checked by the connector: a reply
+     * of no bytes, a reply that names another transport (another token), and bytes after the
+     * reply (the protocol has none) each fail the endpoint as DAMAGED, naming what was wrong.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"an empty reply", "another token", "bytes after the reply"})
+    void aWireupReplyThatBreaksTheProtocolFailsTheEndpointAsDamaged(String breach) throws Exception {
+        TestWorker b = peer();
+        try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
+                .bind(new InetSocketAddress("127.0.0.1", 0))) {
+            byte[] token = new byte[16];
+            byte[] address = new WireFormat.Address(token, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
+                    64, 8192, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
+            TransportEndpoint e = b.transport.connect(new PayloadReader(address), b.failures::add);
+            closing.add(e::close);
+            try (SocketChannel s = server.accept()) {
+                byte[] other = token.clone();
+                other[0] = 1;
+                byte[] reply = switch (breach) {
+                    case "an empty reply" -> new byte[2];
+                    case "another token" -> WireFormat.Wireup.reply(other, 5, 1, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024).encode();
+                    default -> WireFormat.Wireup.reply(token, 5, 1, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024).encode();
+                };
+                s.write(ByteBuffer.wrap(reply));
+                if (breach.equals("bytes after the reply")) {
+                    progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), b);
+                    assertThat(b.failures).as("connected by the reply").isEmpty();
+                    s.write(ByteBuffer.wrap(new byte[] {7}));
+                }
+                progressUntil(() -> !b.failures.isEmpty(), b);
+            }
+        }
+        assertThat(b.failures.getFirst().reason()).isEqualTo(PeerFailedException.Reason.DAMAGED);
+        assertThat(b.failures.getFirst()).hasMessageContaining(switch (breach) {
+            case "an empty reply" -> "a wire-up reply of 0 bytes";
+            case "another token" -> "the wire-up reply names another transport (token mismatch)";
+            default -> "the peer sent 1 more bytes on the wire-up connection after its reply";
+        });
+    }
+
     /** A hand-made connector: a raw queue pair of the simulated fabric, wired up to {@code b} over its TCP listener. */
     record RawConnector(SocketChannel channel, Verbs.QueuePair qp, Verbs.MemoryRegion buffer, Verbs.ProtectionDomain pd,
                                 Verbs.CompletionQueue cq) implements AutoCloseable {
