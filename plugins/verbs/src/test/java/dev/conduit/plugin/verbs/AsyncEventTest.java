@@ -286,9 +286,11 @@ class AsyncEventTest {
         }
     }
 
+    /** Also held only for its worker: another worker of the device context, not progressed, does not keep it. */
     @Test
     void aCompletionQueueErrorFailsEveryConnectionOfItsWorkerOnly() {
         TestWorker a = peer();
+        TestWorker idle = peerOnTheContextOf(a);
         TestWorker b = peer();
         TransportEndpoint aToB = connected(a.connect(b), a, b);
         connected(b.connect(a), a, b);
@@ -299,6 +301,7 @@ class AsyncEventTest {
         assertThatThrownBy(() -> aToB.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
         assertThat(b.failures).as("b's own queues are fine; its endpoint to a fails later, when a drops its side").allSatisfy(f ->
                 assertThat(f.getMessage()).doesNotContain("IBV_EVENT_CQ_ERR"));
+        assertThat(idle.transport.asyncEventsQueued()).as("held for the worker of the same context whose queue it is not").isZero();
     }
 
     @Test
