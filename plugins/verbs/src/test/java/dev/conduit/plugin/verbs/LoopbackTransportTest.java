@@ -4,6 +4,7 @@ import dev.conduit.linux.Errno;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
@@ -227,6 +228,32 @@ class LoopbackTransportTest {
                 .hasMessageContaining("loop0").hasMessageContaining("atomic_cap none");
         e.put(bytes("still works"), region, 0);
         e.flush();
+        memory.free(chunk);
+    }
+
+    /**
+     * A region that claims more than its registered chunk (a forged or damaged handle), and a
+     * negative offset, fail only the call, before anything is posted: posted, the adapter would
+     * fail the work request and with it the connection.
+     */
+    @Test
+    void aRegionLargerThanItsChunkAndANegativeOffsetFailOnlyTheCall() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4096);
+        RemoteRegion tooLong = TestWorker.region(memory, chunk, 0, 8192);
+        assertThatThrownBy(() -> e.put(bytes("x"), tooLong, 0)).isInstanceOfSatisfying(InvalidHandleException.class,
+                ex -> assertThat(ex.field()).isEqualTo("region.length")).hasMessageContaining("does not fit the registered chunk of 4096 bytes");
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4096);
+        assertThatThrownBy(() -> e.put(bytes("x"), region, -1)).isInstanceOf(IndexOutOfBoundsException.class)
+                .hasMessageContaining("at offset -1");
+        e.put(bytes("ok"), region, 0);
+        e.flush();
+        assertThat(chunk.segment().getString(0)).startsWith("ok");
+        assertThat(a.failures).isEmpty();
         memory.free(chunk);
     }
 
