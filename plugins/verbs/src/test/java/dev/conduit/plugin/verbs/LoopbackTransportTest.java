@@ -845,6 +845,9 @@ class LoopbackTransportTest {
             // a FIRST record whose lengths disagree with the bytes received
             Records.write(rogue.buffer().memory(), 0, Records.FIRST, 1, 5000, 10, 10);
             rogue.qp().postSend(1, VerbsAbi.IBV_WR_SEND, rogue.buffer(), 0, 64, 0, 0, 0, 0);
+            // then a well-formed one, received in the same batch: a connection that broke the protocol delivers nothing more
+            Records.write(rogue.buffer().memory(), 1024, Records.FIRST, 2, 0, 4, 4);
+            rogue.qp().postSend(2, VerbsAbi.IBV_WR_SEND, rogue.buffer(), 1024, Records.HEADER + 4, 0, 0, 0, 0);
             ByteBuffer eof = ByteBuffer.allocate(1);
             progressUntil(() -> {
                 try {
