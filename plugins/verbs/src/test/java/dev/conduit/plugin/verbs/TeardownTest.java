@@ -49,6 +49,25 @@ class TeardownTest {
     }
 
     /** Freeing used to close the chunk's arena although ibv_dereg_mr had failed: a remotely writable registration over freed memory. */
+    /** Every failure of a teardown is reported: the first thrown, each later one suppressed in it (directly or in the second). */
+    @Test
+    void everyFailureOfATeardownIsReportedTheFirstWithTheOthersSuppressed() {
+        Teardown teardown = new Teardown("closing three things").other(() -> {
+            throw new IllegalStateException("first");
+        }).other(() -> {
+            throw new IllegalStateException("second");
+        }).other(() -> {
+            throw new IllegalStateException("third");
+        });
+        List<String> reported = new ArrayList<>();
+        java.util.ArrayDeque<Throwable> todo = new java.util.ArrayDeque<>(List.of(teardown.failure()));
+        for (Throwable t; (t = todo.poll()) != null; ) {
+            reported.add(t.getMessage());
+            todo.addAll(List.of(t.getSuppressed()));
+        }
+        assertThat(reported).containsExactly("first", "second", "third");
+    }
+
     @Test
     void aChunkWhoseDeregistrationFailsKeepsItsMemoryAndTheFailureSaysWhy() {
         TestWorker a = peer();
