@@ -122,6 +122,34 @@ class FdServerTest {
         }
     }
 
+    /**
+     * A user who may not import is refused as it connects, before the server reads a byte: one
+     * that sends nothing cannot hold the server for memfd.server.timeout (an hour here), which
+     * {@code decide}'s own refusal, after the request, would let it. The peer's uid is another
+     * user's through the libc the server asks SO_PEERCRED of.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void anotherUserIsRefusedBeforeTheServerWaitsForItsRequest() {
+        Libc seenAsAnotherUser = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    try {
+                        Object result = method.invoke(libc, args);
+                        return method.getName().equals("peerCredentials")
+                                ? new PeerCredentials(((PeerCredentials) result).pid(), otherUid, otherUid) : result;
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (MemfdProvider provider = MemfdProvider.open(seenAsAnotherUser, TestContext.of(shared, Map.of("memfd.server.timeout", "1h")))) {
+            provider.export(provider.allocate(SIZE));
+            try (Wire.Reply reply = Wire.exchange(libc, shared.resolve(provider.server().socketName()).toString(), new byte[0])) {
+                assertThat(reply.bytes()).containsExactly(FdProtocol.STATUS_PEER_NOT_ALLOWED);
+                assertThat(reply.fds()).isEmpty();
+            }
+        }
+    }
+
     @Test
     void malformedRequestsAndUnknownTokensGetTheirStatus() {
         try (MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared))) {
