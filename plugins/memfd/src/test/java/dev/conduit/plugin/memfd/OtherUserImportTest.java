@@ -259,6 +259,53 @@ class OtherUserImportTest {
         }
     }
 
+    /**
+     * A provider that runs as the overflow uid of its user namespace (here root mapped to 65534)
+     * sees every client of a user the namespace does not map as 65534, its own uid. With its socket
+     * its user's alone (no {@code memfd.allowed.uids}) the kernel's mode check proves such a
+     * client its own user, and it is served; with the socket open to every user, 65534 proves
+     * nothing and the client is refused (status 2). The client is this test, host root, which that
+     * namespace does map: to 65534.
+     */
+    @Test
+    @Timeout(120) // a hang guard, not a speed check
+    void aProviderRunningAsTheOverflowUidServesItsOwnUidOnlyThroughASocketItsUserAlone() throws Exception {
+        List<String> asOverflowUid = List.of("unshare", "--user", "--map-user=" + OTHER, "--map-group=" + OTHER, "--");
+        assertThat(servedAs(asOverflowUid, "")).isEqualTo(FdProtocol.STATUS_OK);
+        assertThat(servedAs(asOverflowUid, "4321")).isEqualTo(FdProtocol.STATUS_PEER_NOT_ALLOWED);
+    }
+
+    /** The status a {@link ServingProcess} started through {@code wrapper} with {@code allowedUids} answers this process's request with. */
+    private int servedAs(List<String> wrapper, String allowedUids) throws Exception {
+        Process server = new ProcessBuilder(concat(wrapper, java(ServingProcess.class, shared.toString(), allowedUids)))
+                .directory(readable.toFile()).redirectErrorStream(true).start();
+        try (java.io.BufferedReader out = new java.io.BufferedReader(new java.io.InputStreamReader(server.getInputStream(),
+                StandardCharsets.UTF_8))) {
+            String line = out.readLine();
+            assertThat(line).as("the serving process's first line").startsWith("payload=");
+            byte[] payload = HexFormat.of().parseHex(line.substring("payload=".length()));
+            MemfdPayload decoded = MemfdPayload.decode(new dev.conduit.spi.PayloadReader(payload, 0, payload.length, "payload."));
+            // The reply's first byte only: a refusing server closes with the request unread, and the kernel then resets the
+            // connection for a read past the refusal (Wire.exchange reads to the end).
+            dev.conduit.linux.Libc libc = Linux.libc();
+            try (dev.conduit.linux.FileDescriptor client = libc.socket(dev.conduit.linux.SocketFlags.SOCK_STREAM);
+                 java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+                libc.connect(client, shared.resolve(decoded.socketName()).toString());
+                libc.sendmsg(client, java.lang.foreign.MemorySegment.ofArray(FdProtocol.request(decoded.token())));
+                assertThat(libc.poll(client, dev.conduit.linux.PollEvents.POLLIN, 10_000)).as("a reply within 10 s").isNotZero();
+                java.lang.foreign.MemorySegment status = arena.allocate(1);
+                assertThat(libc.recv(client, status, 0)).isOne();
+                return status.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) & 0xFF;
+            }
+        } finally {
+            server.getOutputStream().close();
+            if (!server.waitFor(30, TimeUnit.SECONDS)) {
+                server.destroyForcibly();
+                server.waitFor(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
     private static List<String> concat(List<String> first, List<String> then) {
         List<String> all = new ArrayList<>(first);
         all.addAll(then);
