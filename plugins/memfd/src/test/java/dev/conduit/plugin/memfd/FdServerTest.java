@@ -408,7 +408,7 @@ class FdServerTest {
     }
 
     @Test
-    @Timeout(60) // a hang guard, not a speed check
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD) // a hang guard, not a speed check: close() joins uninterruptibly
     void closeStopsTheServerWhileAClientHoldsAConnectionAndLeavesNoSocketOrThread() {
         Map<String, String> config = Map.of("memfd.server.timeout", "1h");
         MemfdProvider provider = (MemfdProvider) new MemfdPlugin().openMemoryProvider(TestContext.of(shared, config));
@@ -416,7 +416,14 @@ class FdServerTest {
             provider.export(provider.allocate(SIZE));
             FdServer server = provider.server();
             libc.connect(silent, shared.resolve(server.socketName()).toString());
-            libc.sendmsg(silent, MemorySegment.ofArray(new byte[] {1})); // the server is now waiting for the rest
+            libc.sendmsg(silent, MemorySegment.ofArray(new byte[] {1}));
+            // Closed only once the server waits for the rest: closed before it accepts, it stops from its accept loop, and
+            // the stop while it waits for a request would go untested.
+            long giveUp = System.nanoTime() + 10_000_000_000L;
+            while (Arrays.stream(server.thread().getStackTrace()).noneMatch(frame -> frame.getMethodName().equals("receiveRequest"))) {
+                assertThat(System.nanoTime() - giveUp).as("the server waiting for the request within 10 s").isNegative();
+                Thread.onSpinWait();
+            }
 
             provider.close();
 
