@@ -303,6 +303,21 @@ class ReceiveQueueTest {
     }
 
     /**
+     * A read position more than a ring behind the end given (a process that maps the queue wrote
+     * it) is no receiver's: at most a ring was claimed, so the count walks one ring and counts each
+     * message once, not once per lap of the ring it would walk from there.
+     */
+    @Test
+    void aSendersCountFromAReadPositionMoreThanARingBehindWalksOneRing() {
+        send(ReceiveQueue.MSG, 7, 64);
+        send(ReceiveQueue.MSG, 7, 64);
+        long upTo = sender.claimedUpTo();
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.READ_OFFSET, upTo - 3 * sender.capacity());
+
+        assertThat(sender.unreadMessagesOf(7, upTo)).isEqualTo(2);
+    }
+
+    /**
      * A hung peer's queue is counted while its receiver lives and may read, zero and give back the
      * ring to other senders under the walk: the count throws nothing and never says more than this
      * sender's messages that were unread when it began.
