@@ -318,6 +318,24 @@ class ReceiveQueueTest {
     }
 
     /**
+     * A length of whole lines that runs past the ring's end (which no sender writes: a record that
+     * does not fit there pads the end) moves the count on by one line, to the ring's start, where
+     * the next lap's records are: stepping over it by its length skipped the first line of the
+     * next lap, and this sender's message there went uncounted.
+     */
+    @Test
+    void aSendersCountStepsOneLineOverALengthPastTheRingsEnd() {
+        for (int i = 0; i < 63; i++) send(ReceiveQueue.MSG, 9, 64);
+        assertThat(drain()).hasSize(63);
+        long last = send(ReceiveQueue.MSG, 9, 64);
+        assertThat(last).isEqualTo(ReceiveQueue.HEADER_LENGTH + 4032);
+        memory.set(ValueLayout.JAVA_LONG, last, ReceiveQueue.twoInts(128, ReceiveQueue.MSG));
+        send(ReceiveQueue.MSG, 7, 64); // the next lap's first line
+
+        assertThat(sender.unreadMessagesOf(7, sender.claimedUpTo())).isEqualTo(1);
+    }
+
+    /**
      * A hung peer's queue is counted while its receiver lives and may read, zero and give back the
      * ring to other senders under the walk: the count throws nothing and never says more than this
      * sender's messages that were unread when it began.
