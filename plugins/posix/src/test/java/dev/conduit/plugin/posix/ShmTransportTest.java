@@ -3468,6 +3468,29 @@ class ShmTransportTest {
     }
 
     /**
+     * The same for a second BOUNCE record of a connection whose ring is announced but not yet
+     * mapped (no large message of it came yet): the second announcement would replace the first
+     * unnoticed, and the ring mapped would be another than the one announced first.
+     */
+    @Test
+    void aBounceRingAnnouncedTwiceBeforeItIsMappedRefusesItsConnection() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received());
+        assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        receive(receiver, received, 1);
+        byte[][] records = copyTheConnectionsRecords().records();
+        long connection = java.nio.ByteBuffer.wrap(records[0], 8, 8).order(java.nio.ByteOrder.nativeOrder()).getLong() + 1;
+        writeIntoTheQueue(queue -> {
+            writeAtTheTail(queue, records[0], connection); // CONNECT
+            writeAtTheTail(queue, records[1], connection); // BOUNCE
+            writeAtTheTail(queue, records[1], connection); // BOUNCE again, before any large message maps the ring
+        });
+        assertThat(progressUntilItThrows(receiver)).hasMessageContaining("bounce ring announced twice")
+                .hasMessageContaining("the connection is refused");
+    }
+
+    /**
      * A LARGE record in a sender's name (a copy of its last one) whose ring position lies far ahead
      * of what the receiver released: releasing up to it would let the sender write over payloads
      * not yet read, or, as far back, find no room for ever. It refuses the connection instead.
