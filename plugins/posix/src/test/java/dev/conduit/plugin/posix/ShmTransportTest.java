@@ -4882,6 +4882,24 @@ class ShmTransportTest {
     }
 
     /**
+     * A BOUNCE is read as strictly as a CONNECT: bytes after its ring length (which no sender
+     * writes) break the protocol and refuse the connection, naming the field.
+     */
+    @Test
+    void aBounceAnnouncementWithBytesAfterItsRingLengthRefusesItsConnection() throws Exception {
+        assertThatWritingIntoTheQueueRefusesTheConnection("broke the queue protocol, its record was dropped: bounce ring announcement: "
+                + "invalid control record: field 'bounce.length': 1 unexpected trailing bytes", queue -> {
+            byte[] bytes = new dev.conduit.spi.PayloadWriter().u16(4).bytes(new byte[4]).u64(1 << 20).u8(0).toByteArray();
+            int length = (48 + bytes.length + 63) & -64;
+            long record = takeAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8), length); // the CONNECT's connection
+            queue.set(ValueLayout.JAVA_LONG, record + 24, bytes.length);
+            MemorySegment.copy(bytes, 0, queue, ValueLayout.JAVA_BYTE, record + 48, bytes.length);
+            queue.set(ValueLayout.JAVA_INT, record + 4, 4); // BOUNCE
+            queue.set(ValueLayout.JAVA_INT, record, length);
+        }, 8);
+    }
+
+    /**
      * The sender a message came by, over posix: every message of an endpoint, small or large,
      * names one key; the receiver gives for it exactly the sender's transport address, which its
      * own transport connects to and answers through; the endpoint's close is told once, and the
