@@ -636,6 +636,35 @@ class OwnerLeaseTest {
         assertThat(shared).isEmptyDirectory();
     }
 
+    /**
+     * A lease of this user that cannot be judged (its fstat fails with EIO) and no lease held: the
+     * owner is neither alive nor dead, and the question throws, naming the errno, as
+     * {@link OwnerLease#anyOwnerAlive} says; answering "dead" would let a receiver skip a record a
+     * live sender is still writing.
+     */
+    @Test
+    void anOwnerWhoseOnlyLeaseCannotBeJudgedIsNeitherAliveNorDead() throws Exception {
+        Libc real = Linux.libc();
+        Libc failingFstat = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("fstat")) {
+                        throw new dev.conduit.linux.ErrnoException("fstat", dev.conduit.linux.Errno.EIO, "lease", "injected by the test");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        java.nio.file.Files.createFile(shared.resolve("conduit-test-worker-0123456789abcdef0123456789abcdef.lease"));
+        try (SharedDirectory directory = SharedDirectory.open(real, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThatThrownBy(() -> OwnerLease.anyOwnerAlive(failingFstat, directory, "conduit-test-worker", 0x01234567_00000001L, real.geteuid()))
+                    .isInstanceOf(dev.conduit.linux.ErrnoException.class).hasMessageContaining("EIO");
+        } finally {
+            java.nio.file.Files.delete(shared.resolve("conduit-test-worker-0123456789abcdef0123456789abcdef.lease"));
+        }
+    }
+
     /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
     private static Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
         Libc real = Linux.libc();
