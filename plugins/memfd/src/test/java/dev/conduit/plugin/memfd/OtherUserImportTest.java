@@ -292,7 +292,7 @@ class OtherUserImportTest {
                  java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
                 libc.connect(client, shared.resolve(decoded.socketName()).toString());
                 libc.sendmsg(client, java.lang.foreign.MemorySegment.ofArray(FdProtocol.request(decoded.token())));
-                assertThat(libc.poll(client, dev.conduit.linux.PollEvents.POLLIN, 10_000)).as("a reply within 10 s").isNotZero();
+                assertThat(libc.poll(client, dev.conduit.linux.PollEvents.POLLIN, 10_000)).as("a reply (a hang guard: poll gives up after 10 s)").isNotZero();
                 java.lang.foreign.MemorySegment status = arena.allocate(1);
                 assertThat(libc.recv(client, status, 0)).isOne();
                 return status.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) & 0xFF;

@@ -60,10 +60,10 @@ class TeardownTest {
             throw new IllegalStateException("third");
         });
         List<String> reported = new ArrayList<>();
-        java.util.ArrayDeque<Throwable> todo = new java.util.ArrayDeque<>(List.of(teardown.failure()));
-        for (Throwable t; (t = todo.poll()) != null; ) {
+        java.util.ArrayDeque<Throwable> toVisit = new java.util.ArrayDeque<>(List.of(teardown.failure()));
+        for (Throwable t; (t = toVisit.poll()) != null; ) {
             reported.add(t.getMessage());
-            todo.addAll(List.of(t.getSuppressed()));
+            toVisit.addAll(List.of(t.getSuppressed()));
         }
         assertThat(reported).containsExactly("first", "second", "third");
     }
