@@ -43,6 +43,12 @@ final class Inbound extends VerbsTransport.Connection {
     private long announced;
     private boolean creditInFlight;
     private boolean broken;
+    /**
+     * How many asynchronous events the device context had read when the wire-up thread handed the
+     * connection over: written by that thread before the handoff, which publishes it. 0 until then,
+     * which no event spares.
+     */
+    private long eventsReadBefore;
     private final Records.Reader records;
 
     private Inbound(VerbsTransport transport, SocketChannel wireup, Verbs.QueuePair qp, Verbs.MemoryRegion receive,
@@ -86,6 +92,19 @@ final class Inbound extends VerbsTransport.Connection {
     /** The address the connector announced (a copy), which the transport's {@code connect} accepts. */
     byte[] senderAddress() {
         return senderAddress.clone();
+    }
+
+    /** Records that the context had read {@code eventsRead} events when the connection was handed over ({@link VerbsDomain#takeAsyncEventsThen}). */
+    void handedOver(long eventsRead) {
+        eventsReadBefore = eventsRead;
+    }
+
+    /**
+     * Whether the event numbered {@code eventSequence} ({@link VerbsDomain.HeldEvent#sequence}) was read
+     * before the connection was handed over: it is about the connections before this one.
+     */
+    boolean handedOverAfter(long eventSequence) {
+        return eventSequence < eventsReadBefore;
     }
 
     /** Whether the connection still delivers: not broken down (it is then closed at the end of this progress). */

@@ -15,6 +15,7 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Function;
+import java.util.function.LongConsumer;
 
 /**
  * The device context and protection domains of one plugin instance, shared by its memory provider
@@ -22,6 +23,18 @@ import java.util.function.Function;
  * pairs of the transports, through which peers do RMA on it, only because they share its
  * protection domain; outbound connections have one of their own ({@link #outboundProtectionDomain}).
  * Opened by the first user, closed by the last ({@link #acquire}/{@link #release}); thread-safe.
+ *
+ * <p>The context numbers the asynchronous events it reads, under its lock ({@link HeldEvent#sequence}),
+ * so that the port in use going down fails only the connections there were when the event was read,
+ * not those a {@link WireupServer} thread handed over to a worker that held the event, not progressed,
+ * meanwhile. The wire-up thread hands each inbound connection over inside
+ * {@link #takeAsyncEventsThen}: under the lock, after the events pending in the kernel are read, so an
+ * event numbered below the count it is given was read before the handover, and one numbered from it
+ * on after. The progress thread compares the two only after it took the event from its
+ * {@link Subscription}, and takes the handed-over connections before it acts on an event: the lock
+ * orders the handover before every event read after it, and both queues publish what they carry, so
+ * a connection that an event must fail has always been taken by then. An outbound connection needs no
+ * number: {@code connect} acts on every event its worker holds before it builds the connection.
  */
 final class VerbsDomain {
 
@@ -37,6 +50,8 @@ final class VerbsDomain {
     /** Where {@link #takeAsyncEvents} logs the events it hands to no transport: the logger of the user that opened the context. */
     private final System.Logger logger;
     private int users;
+    /** How many asynchronous events the context has read: the sequence number of the next. Guarded by {@code this}. */
+    private long eventsRead;
     /** The transports' queues of asynchronous events: the context has one event queue, which every transport of it needs. */
     private final List<Subscription> subscriptions = new CopyOnWriteArrayList<>();
     /**
@@ -256,13 +271,21 @@ final class VerbsDomain {
     }
 
     /**
+     * An asynchronous event as the context read it: {@code sequence} is how many events it had read
+     * before this one, which tells the connections handed over before it from those after
+     * ({@link #takeAsyncEventsThen}).
+     */
+    record HeldEvent(Verbs.AsyncEvent event, long sequence) {
+    }
+
+    /**
      * A transport's share of the device's asynchronous events ({@link #subscribe}): those that can fail
      * its connections, held until its progress takes them. Thread-safe.
      */
     static final class Subscription {
         private final Verbs.CompletionQueue sendQueue;
         private final Verbs.CompletionQueue receiveQueue;
-        private final Queue<Verbs.AsyncEvent> events = new ConcurrentLinkedQueue<>();
+        private final Queue<HeldEvent> events = new ConcurrentLinkedQueue<>();
 
         private Subscription(Verbs.CompletionQueue sendQueue, Verbs.CompletionQueue receiveQueue) {
             this.sendQueue = sendQueue;
@@ -270,7 +293,7 @@ final class VerbsDomain {
         }
 
         /** The next event to act on, or {@code null}. */
-        Verbs.AsyncEvent poll() {
+        HeldEvent poll() {
             return events.poll();
         }
 
@@ -299,13 +322,14 @@ final class VerbsDomain {
             return queue != null && (queue == sendQueue || queue == receiveQueue);
         }
 
-        private void add(Verbs.AsyncEvent event) {
-            // The port in use going down fails every connection there is when the transport acts on it: a second one before
-            // that fails nothing more, and a link that flaps while its worker is not progressed would grow the queue for ever.
-            if (event.type() == VerbsAbi.IBV_EVENT_PORT_ERR && events.stream().anyMatch(e -> e.type() == VerbsAbi.IBV_EVENT_PORT_ERR)) {
-                return;
+        /** Called under the context's lock only. */
+        private void add(HeldEvent held) {
+            // A link that flaps while its worker is not progressed would grow the queue for ever: one port error is held, the
+            // latest, which fails every connection an earlier one would, and also those handed over between the two.
+            if (held.event().type() == VerbsAbi.IBV_EVENT_PORT_ERR) {
+                events.removeIf(e -> e.event().type() == VerbsAbi.IBV_EVENT_PORT_ERR);
             }
-            events.add(event);
+            events.add(held);
         }
     }
 
@@ -360,10 +384,11 @@ final class VerbsDomain {
                 fatal = VerbsAbi.eventType(event.type()) + " on device " + deviceName + ": the adapter stopped (a firmware or hardware "
                         + "error, or the device was removed; see dmesg)";
             }
+            HeldEvent held = new HeldEvent(event, eventsRead++);
             boolean handedOut = false;
             for (Subscription subscription : subscriptions) {
                 if (subscription.concerns(event, port)) {
-                    subscription.add(event);
+                    subscription.add(held);
                     handedOut = true;
                 }
             }
@@ -374,6 +399,26 @@ final class VerbsDomain {
                 logger.log(System.Logger.Level.DEBUG, () -> "verbs: device " + deviceName + ": asynchronous event " + informational
                         + " (nothing of this worker fails)");
             }
+        }
+    }
+
+    /**
+     * Takes the pending events as {@link #takeAsyncEvents} does, then, still under the context's lock,
+     * gives {@code handOver} how many events the context has read: the wire-up thread hands an inbound
+     * connection over to its transport there, so that the events numbered below that count, read
+     * before, spare it, and every event numbered from it on was read after the connection was in the
+     * transport's queue (see the class's javadoc). A failure to read the events is not thrown here,
+     * where it would cost the connection: the events not read count as after it, and the next
+     * liveness look of a transport meets the failure in its own right.
+     */
+    synchronized void takeAsyncEventsThen(LongConsumer handOver) {
+        try {
+            takeAsyncEvents();
+        } catch (RuntimeException unread) {
+            // Left to the transports' liveness looks, which throw it from progress.
+        } finally {
+            // Also after an Error: the connection is built, and only its transport can close it.
+            handOver.accept(eventsRead);
         }
     }
 

@@ -70,7 +70,8 @@ import java.util.List;
  *   <li><b>Asynchronous events</b> of the device ({@code ibv_get_async_event}): read at each
  *       liveness look, before a failure is reported and before a {@code connect}, never on the data
  *       path; a queue pair in
- *       error fails its connection, the port in use going down fails every connection, a device
+ *       error fails its connection, the port in use going down fails every connection made before
+ *       the event was read (not one the wire-up thread handed over after it: {@link VerbsDomain}), a device
  *       failure or an error of this transport's completion queues fails every connection and later
  *       {@code connect}s, each naming the event ({@link #handleAsyncEvents}).</li>
  *   <li><b>Completions</b>: one send and one receive completion queue per worker, both on a
@@ -593,7 +594,8 @@ final class VerbsTransport implements Transport {
     /**
      * Acts on the device's asynchronous events (UCX's ib device async handler does the same): a
      * queue pair in error fails its endpoint or drops its inbound connection; the port in use going
-     * down fails every connection; a device failure or an error of this transport's completion
+     * down fails every connection made before the event was read ({@link #failConnectionsBefore});
+     * a device failure or an error of this transport's completion
      * queues fails every connection and every later {@code connect}. Events of queue pairs and
      * queues of another transport of the device, the informational ones ({@code IBV_EVENT_COMM_EST},
      * {@code IBV_EVENT_PORT_ACTIVE}, {@code IBV_EVENT_LID_CHANGE}, …) and those of another port never
@@ -602,8 +604,8 @@ final class VerbsTransport implements Transport {
     private int handleAsyncEvents() {
         domain.takeAsyncEvents();
         int events = 0;
-        for (Verbs.AsyncEvent event; (event = asyncEvents.poll()) != null; ) {
-            events += onAsyncEvent(event);
+        for (VerbsDomain.HeldEvent held; (held = asyncEvents.poll()) != null; ) {
+            events += onAsyncEvent(held.event(), held.sequence());
         }
         // Not only by the event: this transport may have subscribed after another handed IBV_EVENT_DEVICE_FATAL out, and a
         // context the kernel detached reports no event at all, only EIO.
@@ -629,7 +631,8 @@ final class VerbsTransport implements Transport {
         return failEveryConnection(unusable);
     }
 
-    private int onAsyncEvent(Verbs.AsyncEvent event) {
+    /** @param sequence the event's number in the order the device context read its events ({@link VerbsDomain.HeldEvent}) */
+    private int onAsyncEvent(Verbs.AsyncEvent event, long sequence) {
         String name = VerbsAbi.eventType(event.type());
         String device = "device " + domain.deviceName();
         switch (event.type()) {
@@ -660,9 +663,9 @@ final class VerbsTransport implements Transport {
                 if (event.port() != domain.port()) {
                     break;
                 }
-                return failEveryConnection(name + " on port " + event.port() + " of " + device + ", which this worker's connections use: "
-                        + "its link went down (a cable, the switch, or on InfiniBand the subnet manager; see ibstat or ip link); a "
-                        + "connection is not kept across it (docs/decisions.md): connect again once the port is ACTIVE");
+                return failConnectionsBefore(name + " on port " + event.port() + " of " + device + ", which this worker's connections "
+                        + "use: its link went down (a cable, the switch, or on InfiniBand the subnet manager; see ibstat or ip link); a "
+                        + "connection is not kept across it (docs/decisions.md): connect again once the port is ACTIVE", sequence);
             }
             case VerbsAbi.IBV_EVENT_DEVICE_FATAL -> {
                 // The domain marked itself failed when it read the event, naming it.
@@ -698,13 +701,26 @@ final class VerbsTransport implements Transport {
 
     /** Fails every endpoint with {@code why} and drops every inbound connection, naming it. */
     private int failEveryConnection(String why) {
+        return failConnectionsBefore(why, Long.MAX_VALUE); // no event is numbered that high: none spares a connection
+    }
+
+    /**
+     * Fails every endpoint with {@code why}, and drops, naming it, every inbound connection the wire-up
+     * thread handed over before the device context read event {@code eventSequence}: one handed over
+     * after it ({@link Inbound#handedOverAfter}) was made over the link that came back while this
+     * worker, not progressed, held the event. Endpoints carry no such number: {@code connect} acts on
+     * every event the worker holds before it builds one, so each event still held was read after that
+     * look. One another thread read between the look and the endpoint's creation fails it too: a
+     * failure too many at worst, never a connection kept across an event.
+     */
+    private int failConnectionsBefore(String why, long eventSequence) {
         int events = 0;
         for (VerbsEndpoint e : List.copyOf(endpoints)) {
             events += e.failBy(why);
         }
         adoptInbounds();
         for (Inbound in : List.copyOf(inbounds)) {
-            if (in.delivers()) {
+            if (in.delivers() && !in.handedOverAfter(eventSequence)) {
                 logger.log(System.Logger.Level.WARNING, () -> "verbs: dropped the inbound connection from " + in.describePeer() + ": " + why);
                 in.breakDown();
                 events++;

@@ -39,8 +39,11 @@ import static java.lang.System.Logger.Level.ERROR;
  * transport takes handed-off connections in {@link VerbsTransport#progress()} before it polls its
  * completion queues, and again when a completion names a connection it does not know: the peer
  * can only send once it has the reply, so a completion of the new queue pair always follows the
- * handoff. Inbound connection slots are taken here (by compare-and-set, with the slot's
- * generation kept by this thread) and given back by the transport when it closes the connection.
+ * handoff. The handoff reads the device's pending asynchronous events first, under the device
+ * context's lock, and tells the connection how many the context has read: a port error read before
+ * it, which the worker may still hold, spares it ({@link VerbsDomain}). Inbound connection slots
+ * are taken here (by compare-and-set, with the slot's generation kept by this thread) and given
+ * back by the transport when it closes the connection.
  *
  * <p>Everything else of an inbound connection (completions, credits, liveness, close) stays on
  * the progress thread. A bad request or a failure to build the queue pair (an {@code Error}
@@ -283,7 +286,10 @@ final class WireupServer implements AutoCloseable {
                 key.cancel();
                 int[] slot = takeSlot();
                 Inbound in = Inbound.build(transport, channel, request, slot[0], slot[1], () -> release(slot[0]));
-                handoff.add(in);
+                transport.domain.takeAsyncEventsThen(eventsRead -> {
+                    in.handedOver(eventsRead);
+                    handoff.add(in);
+                });
                 try {
                     in.reply(request);
                 } catch (IOException e) {

@@ -179,6 +179,82 @@ class AsyncEventTest {
         assertThat(idle.failures).isEmpty();
     }
 
+    /**
+     * A worker not progressed holds the port error another worker of its context read, while its
+     * wire-up thread accepts connections made over the link that came back. Until 2026-12-06 the
+     * worker's next progress dropped those too, though they were made after the event was read: their
+     * connectors were told, but the connections were lost for nothing.
+     */
+    @Test
+    void aHeldPortErrorDropsTheInboundConnectionsAcceptedBeforeItWasReadAndSparesThoseAcceptedAfter() {
+        RecordingLogger log = new RecordingLogger();
+        TestWorker busy = new TestWorker(verbs, log);
+        closing.add(busy);
+        TestWorker idle = peerOnTheContextOf(busy);
+        TestWorker early = peer();
+        TransportEndpoint fromEarly = connected(early.connect(idle), early, idle);
+        delivered(fromEarly, idle, early, idle);
+        long earlySender = idle.transport.inbounds().getFirst().sender();
+        verbs.raisePortEvent(IBV_EVENT_PORT_ERR, 1, idle.transport.domain.device());
+        progressUntil(() -> verbs.pendingAsyncEvents() == 0, busy);
+        assertThat(idle.transport.asyncEventsQueued()).as("held for the worker not progressed").isEqualTo(1);
+
+        TestWorker late = peer();
+        TransportEndpoint fromLate = connected(late.connect(idle), late); // accepted by idle's wire-up thread alone
+        progressUntil(() -> idle.transport.asyncEventsQueued() == 0, idle); // the progress that acts on it drops what it fails
+        assertThat(idle.sendersClosed).as("the connection accepted before the event was read").containsExactly(earlySender);
+        assertThat(log.warnings()).singleElement().asString().startsWith("verbs: dropped the inbound connection from /127.0.0.1:")
+                .contains(": IBV_EVENT_PORT_ERR on port 1 of device loop0, which this worker's connections use");
+        progressUntil(() -> !early.failures.isEmpty(), early, idle);
+        assertThat(early.failures.getFirst().getMessage()).as("its connector is told")
+                .contains("the peer closed its end of the wire-up connection");
+
+        delivered(fromLate, idle, late, idle);
+        assertThat(late.failures).isEmpty();
+        assertThat(idle.sendersClosed).hasSize(1);
+    }
+
+    /**
+     * The port error a worker holds is the latest of a flapping link: a connection accepted between
+     * two, which the second is about, is dropped by it.
+     */
+    @Test
+    void anInboundConnectionAcceptedBetweenTwoPortErrorsIsDroppedByTheSecond() {
+        TestWorker busy = peer();
+        TestWorker idle = peerOnTheContextOf(busy);
+        VerbsDomain context = idle.transport.domain;
+        verbs.raisePortEvent(IBV_EVENT_PORT_ERR, 1, context.device());
+        progressUntil(() -> verbs.pendingAsyncEvents() == 0, busy);
+        TestWorker between = peer();
+        TransportEndpoint fromBetween = connected(between.connect(idle), between);
+        verbs.raisePortEvent(IBV_EVENT_PORT_ERR, 1, context.device());
+        progressUntil(() -> verbs.pendingAsyncEvents() == 0, busy);
+        assertThat(idle.transport.asyncEventsQueued()).as("one held, however often the link flapped").isEqualTo(1);
+        progressUntil(() -> idle.transport.asyncEventsQueued() == 0, idle);
+        assertThat(idle.sendersClosed).as("the connection accepted between the two").hasSize(1);
+        progressUntil(() -> !between.failures.isEmpty(), between);
+        assertThatThrownBy(() -> fromBetween.trySend(1, MemorySegment.NULL, bytes("x"))).isInstanceOf(PeerFailedException.class);
+    }
+
+    /**
+     * No worker progressed while the port went down and came back: the event waits unread in the
+     * kernel. The wire-up thread reads it before it hands a connection over, so it counts as before
+     * the connection, as it does for a {@code connect}.
+     */
+    @Test
+    void aPortErrorNotReadWhenAnInboundConnectionIsAcceptedSparesIt() {
+        TestWorker idle = peer();
+        verbs.raisePortEvent(IBV_EVENT_PORT_ERR, 1, idle.transport.domain.device());
+        TestWorker late = peer();
+        TransportEndpoint fromLate = connected(late.connect(idle), late);
+        assertThat(verbs.pendingAsyncEvents()).as("read by the wire-up thread").isZero();
+        assertThat(idle.transport.asyncEventsQueued()).isEqualTo(1);
+        progressUntil(() -> idle.transport.asyncEventsQueued() == 0, idle);
+        assertThat(idle.sendersClosed).as("the connection accepted after the event was read").isEmpty();
+        delivered(fromLate, idle, late, idle);
+        assertThat(late.failures).isEmpty();
+    }
+
     @Test
     void aDeviceFatalEventFailsEveryConnectionAndTheWorkerConnectsNoMore() {
         TestWorker a = peer();

@@ -262,6 +262,14 @@ final class LoopbackVerbs implements Verbs {
     }
 
     /**
+     * Raises port event {@code type} on {@code port} for context {@code device} only: a port of one
+     * host, whose going down the contexts of its peers, on other hosts, do not see.
+     */
+    synchronized void raisePortEvent(int type, int port, Device device) {
+        ((LoopDevice) device).asyncEvents.add(new AsyncEvent(type, null, null, port));
+    }
+
+    /**
      * Detaches every open context from the device, as the kernel does when the device is removed or
      * reset: the events not read yet are dropped and every {@code ibv_get_async_event} fails with
      * {@code EIO}, also on a non-blocking descriptor (Linux's "IB/uverbs: Fix to consider event queue
