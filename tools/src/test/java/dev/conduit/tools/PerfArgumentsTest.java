@@ -66,6 +66,11 @@ class PerfArgumentsTest {
             "perf --peers 0                                  | --peers must be from 1 to 1024",
             "perf --peers 1025                               | --peers must be from 1 to 1024",
             "perf --server --peers 8                         | give these to the client",
+            "perf --server -n 1000000001                     | -n must be from 1 to 1000000000, not 1000000001",
+            "perf --exit-with-stdin --name x                 | --exit-with-stdin is for --server",
+            "perf --server -s 8 -n 10 -w 10 --plot p.png     | -s, -n, -w, --plot: the client chooses",
+            "perf --server -s 8 -d 1s                        | -s, -d: the client chooses",
+            "perf --connect 127.0.0.1:65536                  | --connect: '127.0.0.1:65536' is not HOST:PORT",
     })
     void optionsThatExcludeEachOtherAreUsageErrors(String line, String message) {
         Result result = usageError(line.trim().split("\\s+"));
@@ -234,6 +239,8 @@ class PerfArgumentsTest {
         assertThat(PerfParsing.duration("250us")).isEqualTo(Duration.ofNanos(250_000));
         assertThat(ConfigKey.durationText(Duration.ofMillis(1500))).isEqualTo("1500ms");
         assertThatThrownBy(() -> PerfParsing.duration("2")).hasMessageContaining("is not a duration");
+        assertThat(PerfParsing.duration("24h")).isEqualTo(Duration.ofDays(1));
+        assertThatThrownBy(() -> PerfParsing.duration("1441m")).hasMessageContaining("'1441m' is longer than a day");
     }
 
     @Test
@@ -250,6 +257,7 @@ class PerfArgumentsTest {
         assertThat(PerfParsing.hostPort("127.0.0.1:0")).isEqualTo(new PerfParsing.HostPort("127.0.0.1", 0));
         assertThat(PerfParsing.hostPort("[::1]:80")).isEqualTo(new PerfParsing.HostPort("::1", 80));
         assertThatThrownBy(() -> PerfParsing.hostPort("host:65536")).hasMessageContaining("HOST:PORT");
+        assertThatThrownBy(() -> PerfParsing.hostPort(":7777")).hasMessageContaining("':7777' names no host");
         assertThat(PerfParsing.looksLikeHostPort("127.0.0.1:7777")).isTrue();
         assertThat(PerfParsing.looksLikeHostPort("am_lat")).isFalse();
     }
