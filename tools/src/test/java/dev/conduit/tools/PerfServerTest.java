@@ -318,6 +318,23 @@ class PerfServerTest {
     }
 
     /**
+     * A BEGIN of a test this server does not know (a later conduit perf's) is refused in READY, naming its number, and the
+     * session goes on. Without the check, the test's number indexed past the tests this server knows, which ended the
+     * session "on a bug of conduit perf".
+     */
+    @Test
+    void aBeginOfATestThisServerDoesNotKnowIsRefusedInReadyAndTheSessionGoesOn() throws Exception {
+        againstAKeepServer("a test this server does not know", (hostile, serverErr) -> {
+            hostile.hello();
+            int unknown = PerfTest.values().length;
+            assertThat(hostile.beginOfAnUnknownTestRefused(unknown)).as("READY's error")
+                    .isEqualTo("unknown test #" + unknown + " (another version of conduit perf?)");
+            hostile.amLatPhaseThenBye(serverErr); // the same client's next phase
+            assertThat(serverErr.toString()).doesNotContain("bug").doesNotContain("failed");
+        });
+    }
+
+    /**
      * A put_lat phase larger than the region the client's HELLO named, into which the server puts its answers, is refused
      * in READY, and the session goes on: the server's first answer failed to fit, and the session ended "on a bug of
      * conduit perf" (found by helper h35). A conduit perf client's region is as large as its largest size.
@@ -890,11 +907,22 @@ class PerfServerTest {
             return readyError;
         }
 
+        /** Says BEGIN for test number {@code ordinal}, which no test of this version has; returns READY's error. */
+        String beginOfAnUnknownTestRefused(int ordinal) {
+            ready(ordinal, 8, "test #" + ordinal);
+            assertThat(readyOk).as("READY for test #" + ordinal).isFalse();
+            return readyError;
+        }
+
         /** Says BEGIN and waits for its READY; returns the phase's sequence number. */
         private int ready(PerfTest test, long size) {
+            return ready(test.ordinal(), size, test.label() + " " + size);
+        }
+
+        private int ready(int ordinal, long size, String what) {
             int s = ++seq;
-            ep.send(PerfProtocol.BEGIN, sessionHeader, new PerfProtocol.Writer().u32(s).u8(test.ordinal()).u64(size).segment());
-            progressUntil(() -> readySeq == s, "READY for " + test.label() + " " + size);
+            ep.send(PerfProtocol.BEGIN, sessionHeader, new PerfProtocol.Writer().u32(s).u8(ordinal).u64(size).segment());
+            progressUntil(() -> readySeq == s, "READY for " + what);
             return s;
         }
 
