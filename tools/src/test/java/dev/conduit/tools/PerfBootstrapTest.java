@@ -343,6 +343,8 @@ class PerfBootstrapTest {
                 + "takes 2 values, it has 1");
         assertThat(failure.apply("region-size", "region-size 0")).isEqualTo("the bootstrap is malformed: line 5 ('region-size 0'): a "
                 + "region size is above 0");
+        assertThat(failure.apply("region-size", "region-size -4096")).isEqualTo("the bootstrap is malformed: line 5 ('region-size "
+                + "-4096'): a region size is above 0");
     }
 
     /**
