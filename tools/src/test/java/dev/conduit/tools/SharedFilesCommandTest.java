@@ -676,4 +676,14 @@ class SharedFilesCommandTest {
             return files.map(p -> p.getFileName().toString()).sorted().toList();
         }
     }
+
+    /**
+     * What a reclaim could not remove, of all three kinds, is one list ending in "and", each kind counted apart: a reclaim
+     * whose probe files were also left named the first kind and the last.
+     */
+    @Test
+    void filesNotRemovedOfThreeKindsAreCountedInOneListEndingInAnd() {
+        assertThat(ReclaimCommand.Kind.counted(new int[] {2, 1, 3})).isEqualTo("2 files of dead owners, 1 pending lease nobody "
+                + "held and 3 probe files left by killed probes");
+    }
 }
