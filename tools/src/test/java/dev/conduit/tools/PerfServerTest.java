@@ -335,6 +335,23 @@ class PerfServerTest {
     }
 
     /**
+     * A phase that puts into the server's region may be as large as that region, and is served; one byte more is refused in
+     * READY, naming the region's size and the --region-size that would serve it, and the session goes on.
+     */
+    @Test
+    void aPhaseAsLargeAsTheServersRegionIsServedAndOneByteMoreIsRefusedNamingTheRegionSize() throws Exception {
+        againstAKeepServer("a phase of the server's region size and one byte more", (hostile, serverErr) -> {
+            hostile.hello();
+            assertThat(hostile.beginRefused(PerfTest.PUT_BW, (1L << 20) + 1)).as("READY's error").isEqualTo("larger than the "
+                    + "server's region (1048576 bytes): start the server with --region-size 1048577 or more");
+            int seq = hostile.begin(PerfTest.PUT_BW, 1L << 20);
+            hostile.end(seq);
+            hostile.bye();
+            hostile.progressUntil(() -> serverErr.toString().contains("ended after 2 phases"), "the end of the session");
+        });
+    }
+
+    /**
      * A put_lat phase larger than the region the client's HELLO named, into which the server puts its answers, is refused
      * in READY, and the session goes on: the server's first answer failed to fit, and the session ended "on a bug of
      * conduit perf" (found by helper h35). A conduit perf client's region is as large as its largest size.
