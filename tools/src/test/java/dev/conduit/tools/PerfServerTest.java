@@ -371,14 +371,14 @@ class PerfServerTest {
 
     /**
      * A --keep server ends the session of a client that sends a message its protocol does not lay out so (an END without
-     * its sequence number, a PUT_DONE without its marker, a DATA or PING larger than the phase's size, a BEGIN cut short, a BYE whose reason's length is negative),
-     * saying that the client broke the protocol and which message, and serves the next client. The first three were an
-     * IndexOutOfBoundsException in a handler, which the server reported as "a bug of conduit perf (report it with the
-     * stack trace below)", and told the client so; a short BEGIN "failed on this server's side" (found by helper h35). A
-     * PING was echoed whatever its size, and one larger than the server's endpoint carries (a client of a larger
-     * posix.bounce.size) was an IllegalArgumentException in the PING handler, again "a bug of conduit perf" (found by
-     * review while writing PerfProtocolFuzzTest, whose seed ping-larger-than-the-server-carries replays it). A negative length
-     * is refused as such: taken as any other, it was a NegativeArraySizeException, again "a bug of conduit perf".
+     * its sequence number, a PUT_DONE without its marker, a DATA or PING larger than the phase's size, a BEGIN cut short, a
+     * BYE whose reason's length is negative), saying that the client broke the protocol and which message, and serves the
+     * next client. The first three were an IndexOutOfBoundsException in a handler, which the server reported as "a bug of
+     * conduit perf (report it with the stack trace below)", and told the client so; a short BEGIN "failed on this server's
+     * side" (found by helper h35). A PING was echoed whatever its size, and one larger than the server's endpoint carries
+     * (a client of a larger posix.bounce.size) was an IllegalArgumentException in the PING handler, again "a bug of conduit
+     * perf" (found by review while writing PerfProtocolFuzzTest, whose seed ping-larger-than-the-server-carries replays it).
+     * A negative length is refused as such: taken as any other, it would be a NegativeArraySizeException, "a bug" again.
      */
     @ParameterizedTest
     @ValueSource(ints = {PerfProtocol.END, PerfProtocol.PUT_DONE, PerfProtocol.DATA, PerfProtocol.PING, PerfProtocol.BEGIN,

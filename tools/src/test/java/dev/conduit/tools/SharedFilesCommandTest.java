@@ -678,8 +678,8 @@ class SharedFilesCommandTest {
     }
 
     /**
-     * What a reclaim could not remove, of all three kinds, is one list ending in "and", each kind counted apart: a reclaim
-     * whose probe files were also left named the first kind and the last.
+     * What a reclaim could not remove, of all three kinds, is one list ending in "and", each kind counted apart (the tests
+     * above leave two kinds at most).
      */
     @Test
     void filesNotRemovedOfThreeKindsAreCountedInOneListEndingInAnd() {
