@@ -279,6 +279,39 @@ class PosixImporterTest {
                 .hasMessageContaining(". Set posix.dir (CONDUIT_POSIX_DIR) in each process to the path at which it sees one directory");
     }
 
+    /**
+     * A chunk length that is no length is the handle's fault, refused as its {@code chunk.length}
+     * before anything is opened; it would otherwise reach the file's size check, which blames the
+     * file ("the handle does not describe this file"), or mmap.
+     */
+    @Test
+    void refusesAChunkLengthThatIsNotPositiveNamingTheFieldBeforeOpeningAnything() {
+        byte[] payload = provider.export(provider.allocate(page));
+        long descriptors = ProcessResources.openDescriptors();
+        for (long length : new long[] {0, -page}) {
+            assertThatThrownBy(() -> importer.map(reader(payload), length))
+                    .as("chunk.length %d", length)
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("chunk.length"))
+                    .hasMessageContaining(length + " is not a positive length");
+        }
+        assertThat(ProcessResources.openDescriptors()).isEqualTo(descriptors);
+        assertThat(ProcessResources.mappingsOf(shared)).as("the producer's own").isEqualTo(1);
+    }
+
+    /**
+     * A path that goes on past a chunk file, as though the file were a directory, is the handle's
+     * fault, refused as its payload.path naming the path and the directory, not a failure of this
+     * process's directory.
+     */
+    @Test
+    void refusesAPathThroughSomethingThatIsNotADirectory() {
+        String chunkFile = fileName(provider.export(provider.allocate(page)));
+        String through = chunkFile + "/x.chunk";
+        assertThatThrownBy(() -> importer.map(reader(payloadNaming(through)), page))
+                .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
+                .hasMessageContaining("'" + through + "' passes through something that is not a directory in " + shared);
+    }
+
     @Test
     void refusesAFileWhoseSizeDiffersFromTheChunkLength() throws IOException {
         Chunk chunk = provider.allocate(2 * page);
