@@ -112,6 +112,25 @@ class PosixMemoryProviderTest {
         }
     }
 
+    /**
+     * A chunk file the directory has no room to create (tmpfs's ENOSPC, of pages or of inodes) is
+     * refused naming the file and the errno, and saying that chunks freed here may still take the
+     * space, mapped by importers' IPC caches: a directory full of no files is otherwise a puzzle.
+     */
+    @Test
+    void aChunkFileThatCannotBeCreatedForLackOfSpaceSaysFreedChunksMayStillTakeIt() {
+        Libc full = FailingLibc.failingFor("openBeneath", dev.conduit.linux.Errno.ENOSPC,
+                args -> ((String) args[1]).endsWith(PosixMemoryProvider.CHUNK_SUFFIX));
+        try (MemoryProvider provider = PosixMemoryProvider.open(TestContext.of(shared), full)) {
+            assertThatThrownBy(() -> provider.allocate(provider.pageSize()))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("cannot create chunk file " + shared)
+                    .hasMessageContaining("ENOSPC")
+                    .hasMessageContaining("lower ipc.cache.bytes or ipc.cache.idle in the importing processes");
+            assertThat(chunkFiles()).isEmpty();
+        }
+    }
+
     @Test
     void freeUnlinksAndUnmapsSoThatTheSegmentThrowsInsteadOfCrashing() {
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
