@@ -93,6 +93,25 @@ class LeakTest {
         }
     }
 
+    /**
+     * A provider that fails to open gives back what it had taken: its directory's descriptor when it
+     * cannot create its lease, and the lease too (file and lock) when it fails after taking it (here
+     * reading its directory's identity fails).
+     */
+    @Test
+    void providersFailingToOpenLeaveNothing() {
+        for (String call : new String[] {"openBeneath", "birthTimeNanos"}) {
+            Libc libc = FailingLibc.failing(call, Errno.EIO);
+            assertThatThrownBy(() -> PosixMemoryProvider.open(TestContext.of(shared), libc)).as(call).hasMessageContaining("EIO");
+            long descriptors = ProcessResources.openDescriptors();
+            for (int i = 0; i < ROUNDS; i++) {
+                assertThatThrownBy(() -> PosixMemoryProvider.open(TestContext.of(shared), libc)).as(call).hasMessageContaining("EIO");
+            }
+            assertThat(ProcessResources.openDescriptors()).as(call).isEqualTo(descriptors);
+            assertThat(ProcessResources.files(shared)).as(call).isEmpty();
+        }
+    }
+
     @Test
     void allocationsFailingAfterTheFileIsCreatedRemoveItAndCloseEverything() {
         for (String call : new String[] {"ftruncate", "mmap"}) {
