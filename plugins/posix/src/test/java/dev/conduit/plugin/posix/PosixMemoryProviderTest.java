@@ -245,8 +245,9 @@ class PosixMemoryProviderTest {
 
     /**
      * A chunk whose free could not remove its file (the free throws, and the chunk is no longer
-     * the provider's) has that file removed by the provider's close, once it can be: it used to
-     * stay, as the close knew only the chunks still allocated and removed the lease after them.
+     * the provider's: the free unmaps it all the same) has that file removed by the provider's
+     * close, once it can be: it used to stay, as the close knew only the chunks still allocated
+     * and removed the lease after them.
      */
     @Test
     void aChunkFileAFailedFreeLeftIsRemovedByTheClose() {
@@ -257,6 +258,7 @@ class PosixMemoryProviderTest {
         Chunk chunk = provider.allocate(provider.pageSize());
         refusing.set(true);
         assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(ConduitException.class).hasMessageContaining("EIO");
+        assertThatThrownBy(() -> chunk.segment().get(JAVA_LONG, 0)).as("unmapped all the same").isInstanceOf(IllegalStateException.class);
         refusing.set(false);
 
         assertThatCode(provider::close).doesNotThrowAnyException();
