@@ -1,14 +1,20 @@
 package dev.conduit.plugin.devdax;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.stream.Stream;
+import java.util.zip.CRC32C;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -16,6 +22,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 class LayoutTest {
 
     private static final Layout.Geometry GEOMETRY = new Layout.Geometry(64L << 20, 4096);
+    private static final ValueLayout.OfLong LITTLE_ENDIAN_LONG = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt LITTLE_ENDIAN_INT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /**
      * An importer or {@code conduit info} may read the header while an owner formats the device:
@@ -105,6 +113,48 @@ class LayoutTest {
             metadata.set(ValueLayout.JAVA_LONG_UNALIGNED, Layout.OFFSET_SIZE, 3 * 4096L);
             assertThat(Layout.read(metadata)).isEqualTo(new Layout.Damaged("the header's checksum does not match its contents"));
         }
+    }
+
+    /**
+     * A header with a checksum that matches, but a field no format of this version writes (another
+     * version, a geometry no device has, layout id 0, the table or the data elsewhere, generation
+     * 0), is damage naming the field, not a layout: an importer would map ranges checked against
+     * it, and an owner's recover adopt its table.
+     */
+    @ParameterizedTest
+    @MethodSource("fieldsNoFormatWrites")
+    void aHeaderWithAFieldNoFormatWritesIsDamagedNamingIt(long field, long value, String reason) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment metadata = arena.allocate(GEOMETRY.dataOffset(), 4096);
+            Layout.format(metadata, GEOMETRY, 0x1111, 1);
+            metadata.set(LITTLE_ENDIAN_LONG, field, value);
+            sealHeader(metadata);
+            assertThat(Layout.read(metadata)).isEqualTo(new Layout.Damaged(reason));
+        }
+    }
+
+    static Stream<Arguments> fieldsNoFormatWrites() {
+        long size = GEOMETRY.size();
+        long data = GEOMETRY.dataOffset();
+        return Stream.of(
+                Arguments.of(Layout.OFFSET_VERSION, 2L, "layout version 2, but this plugin reads version 1"),
+                Arguments.of(Layout.OFFSET_ALIGNMENT, 2048L, "size " + size + " and alignment 2048 are not a valid geometry"),
+                Arguments.of(Layout.OFFSET_SIZE, size + 512, "size " + (size + 512) + " and alignment 4096 are not a valid geometry"),
+                Arguments.of(Layout.OFFSET_LAYOUT_ID, 0L, "inconsistent header (layout id 0, table at 128, data at " + data
+                        + ", generation 1)"),
+                Arguments.of(Layout.OFFSET_TABLE, 256L, "inconsistent header (layout id 1111, table at 256, data at " + data
+                        + ", generation 1)"),
+                Arguments.of(Layout.OFFSET_DATA, data + 4096, "inconsistent header (layout id 1111, table at 128, data at "
+                        + (data + 4096) + ", generation 1)"),
+                Arguments.of(Layout.OFFSET_GENERATION, 0L, "inconsistent header (layout id 1111, table at 128, data at " + data
+                        + ", generation 0)"));
+    }
+
+    /** Writes the checksum of the header's fields as they are now, as a format would have. */
+    private static void sealHeader(MemorySegment metadata) {
+        CRC32C crc = new CRC32C();
+        crc.update(metadata.asSlice(Layout.OFFSET_VERSION, Layout.OFFSET_CRC - Layout.OFFSET_VERSION).toArray(ValueLayout.JAVA_BYTE));
+        metadata.set(LITTLE_ENDIAN_INT, Layout.OFFSET_CRC, (int) crc.getValue());
     }
 
     /** A device whose magic is absent reads as blank at once: nothing was under way when the read began. */
