@@ -62,4 +62,20 @@ class ExtentsTest {
         assertThatThrownBy(() -> extents.give(45, 5)).isInstanceOf(IllegalArgumentException.class);
         assertThat(new Extents(5, 5).take(1)).isEqualTo(-1);
     }
+
+    /**
+     * A range that is only partly free is neither reserved nor given back: either would leave free
+     * ranges that overlap, whose bytes the next searches hand out twice.
+     */
+    @Test
+    void aRangeOnlyPartlyFreeIsNeitherReservedNorGivenBack() {
+        Extents extents = new Extents(0, 100);
+        extents.reserve(40, 20);
+        assertThatThrownBy(() -> extents.reserve(30, 20)).as("runs past the end of [0, 40)")
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("range [30, 50) is not free");
+        assertThatThrownBy(() -> extents.give(50, 20)).as("runs into [60, 100)")
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("range [50, 70) overlaps a free range");
+        assertThat(extents.freeBytes()).isEqualTo(80);
+        assertThat(extents.ranges()).isEqualTo(2);
+    }
 }
