@@ -199,6 +199,27 @@ class DevdaxImporterTest {
     }
 
     /**
+     * A handle with its allocation's id and offset but a longer length would map past the
+     * allocation, into the one after it: the table's entry has another length, so it is gone.
+     */
+    @Test
+    void aHandleLongerThanItsAllocationIsGoneNotAMappingOfTheNextAllocation() {
+        IpcImporter importer = importer(device);
+        try (MemoryProvider provider = provider()) {
+            Chunk chunk = provider.allocate(UNIT);
+            provider.allocate(UNIT); // right after it, where a longer mapping would reach
+            DevdaxPayload real = DevdaxPayload.decode(reader(provider.export(chunk)));
+            byte[] longer = new DevdaxPayload(real.alias(), real.layoutId(), real.offset(), 2 * UNIT, real.protection(),
+                    real.allocationId(), real.generation()).encode();
+            assertThatThrownBy(() -> importer.map(reader(longer), 2 * UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("export gone: device " + device + " (alias 'pmem0') holds no allocation "
+                            + Long.toHexString(real.allocationId()) + " of " + 2 * UNIT + " bytes at offset " + real.offset());
+            assertThat(Fixtures.mappingsOf(device)).as("the provider's metadata and its two chunks").isEqualTo(3);
+        }
+    }
+
+    /**
      * Freed between the table check and the mmap, and handed to a new owner: the mapping made is
      * of the new owner's memory. It used to be returned as the export's.
      */
