@@ -358,6 +358,25 @@ class RestartPolicyTest {
         }
     }
 
+    /**
+     * A reset that writes a new layout for a new alignment goes on where the old layout's search
+     * stood, and keeps that on the device: an owner after it that allocated nothing (it crashed at
+     * once) hands out the old owner's ranges only after the rest of the device, as after any start.
+     */
+    @Test
+    void aNewLayoutForAnotherAlignmentKeepsWhereTheSearchStoodForTheNextOwner() {
+        DevdaxProvider first = open("reset");
+        first.allocate(UNIT);
+        first.allocate(UNIT); // [UNIT, 3 UNIT): the search stands at 3 UNIT, 8 MiB once rounded up to the new 4 MiB unit
+        first.abandon();
+        open("reset", "devdax.file.align", "4m").abandon(); // writes the new layout, allocates nothing
+
+        try (DevdaxProvider next = open("reset", "devdax.file.align", "4m")) {
+            assertThat(((DevdaxChunk) next.allocate(2 * UNIT)).offset()).as("not the first owner's ranges from 4 MiB on")
+                    .isEqualTo(4 * UNIT);
+        }
+    }
+
     @Test
     void tableEntriesThatCannotBeAllocationsAreDroppedOnRecover() {
         DevdaxProvider first = open("reset");
