@@ -127,6 +127,29 @@ class DeviceLockTest {
         assertThat(Fixtures.descriptorsOn(small)).isZero();
     }
 
+    /**
+     * A second provider through another node that finds the layout damaged writes a new one, at
+     * generation 1 again: the generation alone, the same as the first provider's, does not tell
+     * the takeover; the layout id does, and the refusal names both.
+     */
+    @Test
+    void aTakeoverThatWroteANewLayoutAtTheSameGenerationIsToldByTheLayoutIdNamingBoth() {
+        Path small = Fixtures.deviceFile(dir, "small.img", 4 * MIB);
+        DevdaxProvider first = (DevdaxProvider) open(small);
+        Fixtures.writeLong(small, Layout.OFFSET_SIZE, 3 * Fixtures.UNIT); // breaks the header's checksum: the next start resets it
+        Libc otherNode = FailingLibc.answering("tryFlock", true);
+        try (DevdaxProvider second = DevdaxProvider.open(otherNode, Fixtures.device("pmem0", small), Sysfs.SYSTEM, LockHolders.PROC_LOCKS)) {
+            assertThat(second.generation()).as("a new layout, at the first one's generation").isEqualTo(first.generation());
+            assertThatThrownBy(() -> first.allocate(Fixtures.UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("was taken over by another devdax provider: its header is at generation 1 of layout "
+                            + Long.toHexString(second.layoutId()) + ", but this provider started it at generation 1 of layout "
+                            + Long.toHexString(first.layoutId()));
+            assertThatThrownBy(first::close).hasMessageContaining("closed without writing the table");
+        }
+        assertThat(Fixtures.descriptorsOn(small)).isZero();
+    }
+
     @Test
     void aProviderInAnotherProcessIsNamedByItsPidAndItsDeathReleasesTheDevice() throws Exception {
         try (ChildJvm child = ChildJvm.start("hold", "pmem0=" + device)) {
