@@ -110,6 +110,22 @@ class RestartPolicyTest {
                 .hasMessageStartingWith("export gone: ");
     }
 
+    /** An allocation that ends where the device ends is whole: recover re-adopts it, not drops it as running past the end. */
+    @Test
+    void recoverReadoptsAnAllocationThatEndsWhereTheDeviceEnds() {
+        DevdaxProvider crashed = open("reset");
+        long everyDataUnit = 32 * MIB - UNIT;
+        byte[] export = crashed.export(crashed.allocate(everyDataUnit));
+        crashed.abandon();
+
+        try (DevdaxProvider recovered = open("recover")) {
+            assertThat(recovered.adoptedCount()).isEqualTo(1);
+            try (ChunkMapping mapping = importer.map(reader(export), everyDataUnit)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(everyDataUnit);
+            }
+        }
+    }
+
     /**
      * What an importer can tell of its devdax exporter's life: nothing while the device's header is
      * at the export's generation, the exporter alive or killed (the table names no owner, and its
@@ -377,6 +393,19 @@ class RestartPolicyTest {
         }
     }
 
+    /** A new layout for another alignment forgets the old table: a recover after it finds nothing of the old layout's to re-adopt. */
+    @Test
+    void aNewLayoutForAnotherAlignmentLeavesNothingOfTheOldTableToRecover() {
+        DevdaxProvider first = open("reset");
+        first.allocate(2 * UNIT); // [UNIT, 3 UNIT): its entry, read in units of 4 MiB, would be an allocation of [4 MiB, 8 MiB)
+        first.abandon();
+        open("reset", "devdax.file.align", "4m").abandon();
+
+        try (DevdaxProvider recovered = open("recover", "devdax.file.align", "4m")) {
+            assertThat(recovered.adoptedCount()).isZero();
+        }
+    }
+
     @Test
     void tableEntriesThatCannotBeAllocationsAreDroppedOnRecover() {
         DevdaxProvider first = open("reset");
@@ -389,11 +418,15 @@ class RestartPolicyTest {
         long metadataEntry = geometry.entryOffset(0); // the metadata region is never allocated
         Fixtures.writeLong(device, metadataEntry + 8, UNIT);
         Fixtures.writeLong(device, metadataEntry, 0x78L);
+        long partUnit = geometry.entryOffset(4 * UNIT); // a free unit, but a length that is not whole units
+        Fixtures.writeLong(device, partUnit + 8, UNIT + 4096);
+        Fixtures.writeLong(device, partUnit, 0x79L);
 
         try (DevdaxProvider recovered = open("recover")) {
             assertThat(recovered.adoptedCount()).isEqualTo(1);
             assertThat(Fixtures.readLong(device, inside)).isZero();
             assertThat(Fixtures.readLong(device, metadataEntry)).isZero();
+            assertThat(Fixtures.readLong(device, partUnit)).isZero();
             try (ChunkMapping mapping = importer.map(reader(export), 2 * UNIT)) {
                 assertThat(mapping.segment().byteSize()).isEqualTo(2 * UNIT);
             }
