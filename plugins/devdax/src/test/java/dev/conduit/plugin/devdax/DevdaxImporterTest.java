@@ -220,6 +220,44 @@ class DevdaxImporterTest {
     }
 
     /**
+     * A chunk far into a device of small units has its table entry past the page the header is on
+     * (4096-byte units: from the 249th unit on): the import reads the entry where it is.
+     */
+    @Test
+    void aChunkWhoseTableEntryLiesPastTheHeadersPageImports() {
+        try (MemoryProvider provider = plugin.openMemoryProvider(Fixtures.device("pmem0", device, "devdax.file.align", "4k"))) {
+            provider.allocate(300 * 4096L);
+            Chunk far = provider.allocate(4096);
+            assertThat(((DevdaxChunk) far).offset() / 4096).as("its unit, whose entry is past the first page").isGreaterThan(248);
+            try (ChunkMapping mapping = importer(device).map(reader(provider.export(far)), 4096)) {
+                assertThat(mapping.segment().byteSize()).isEqualTo(4096);
+            }
+        }
+    }
+
+    /**
+     * A device file truncated below the size its layout describes is refused, naming the
+     * truncation: a mapping of the range would reach past the file's end, where a touch kills the
+     * process with SIGBUS.
+     */
+    @Test
+    void aDeviceFileTruncatedBelowItsLayoutIsRefusedNamingTheTruncation() {
+        try (MemoryProvider provider = provider()) {
+            byte[] export = provider.export(provider.allocate(UNIT));
+            Fixtures.resize(device, 16 * MIB);
+            try {
+                assertThatThrownBy(() -> importer(device).map(reader(export), UNIT))
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageContaining("its layout describes " + 32 * MIB + " bytes in units of " + UNIT + ", but this process "
+                                + "sees a regular file of " + 16 * MIB + " bytes")
+                        .hasMessageContaining("the file was truncated");
+            } finally {
+                Fixtures.resize(device, 32 * MIB);
+            }
+        }
+    }
+
+    /**
      * Freed between the table check and the mmap, and handed to a new owner: the mapping made is
      * of the new owner's memory. It used to be returned as the export's.
      */
