@@ -172,6 +172,24 @@ class RestartPolicyTest {
     }
 
     /**
+     * An owner that found the layout damaged writes a new one at generation 1, which may be the
+     * export's own generation: the other layout id tells that the exporter is dead.
+     */
+    @Test
+    void anExporterWhoseLayoutANewOwnerRewroteAtItsOwnGenerationIsDead() {
+        DevdaxProvider exporter = open("reset");
+        ChunkMapping mapping = importer.map(reader(exporter.export(exporter.allocate(UNIT))), UNIT);
+        try (mapping) {
+            exporter.abandon();
+            Fixtures.writeLong(device, Layout.OFFSET_SIZE, 3 * UNIT); // breaks the header's checksum: the next start rewrites it
+            try (DevdaxProvider successor = open("reset")) {
+                assertThat(successor.generation()).as("the exporter's generation").isEqualTo(1);
+                assertThat(mapping.exporterState()).isEqualTo(ExporterState.DEAD);
+            }
+        }
+    }
+
+    /**
      * The exporter's generation is the handle's word, which the importer judges the exporter by: one
      * the device never reached names no exporter and is refused; one a look cannot check (the device
      * gone) fails naming the device and the remedy, leaving nothing open.
