@@ -30,6 +30,7 @@ import static dev.conduit.internal.worker.Loopbacks.longs;
 import static dev.conduit.internal.worker.Loopbacks.progressUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 /**
@@ -1182,6 +1183,34 @@ class EndpointMessagingTest {
         assertThatThrownBy(() -> ep.send(1, longs(2))).isInstanceOf(PeerFailedException.class).hasCause(ep.failure());
         ep.close();
         assertThat(p.plugin().closes).as("closed once").containsOnlyOnce("endpoint#1");
+    }
+
+    /**
+     * A failed endpoint whose transport endpoint throws as the reporting progress gives it back
+     * (an Error: a fault in mapped memory is an InternalError) has that thrown by the progress, and
+     * the failures of the worker's other endpoints are reported by it all the same: the report had
+     * cleared its flag, so a failure left for a later round would never reach its handler.
+     */
+    @Test
+    void aFailedEndpointWhoseTransportEndpointFailsToCloseKeepsNoOtherFailureFromBeingReported() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        InternalError closeFailed = new InternalError("a fault occurred in an unsafe memory access");
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        List<Endpoint> reported = new ArrayList<>();
+        Endpoint first = sender.connect(receiver.address(), (endpoint, cause) -> reported.add(endpoint));
+        Endpoint second = sender.connect(receiver.address(), (endpoint, cause) -> reported.add(endpoint));
+        plugin.endpointCloseFails = n -> n == 0 ? closeFailed : null;
+        plugin.transports.get(1).kill();
+
+        Throwable thrown = catchThrowable(sender::progress);
+
+        assertThat(reported).containsExactlyInAnyOrder(first, second);
+        assertThat(thrown).isSameAs(closeFailed);
+        assertThat(plugin.closes).as("both given back").contains("endpoint#0", "endpoint#1");
+        sender.progress();
+        assertThat(reported).as("each reported once").hasSize(2);
     }
 
     /** Worker.connect(peer): "its failure is only logged" (a WARNING of logger dev.conduit.worker) "and visible through isFailed()". */
