@@ -32,6 +32,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 class IpcCacheTest {
 
@@ -288,6 +289,34 @@ class IpcCacheTest {
         assertThat(conduit.importRegion(handle, shared)).isSameAs(shared);
         shared.close();
         assertThat(conduit.ipcCacheStats().entriesInUse()).isZero();
+    }
+
+    /**
+     * A region handed back while another import is reopening it (here: from inside that import's
+     * mapping of its chunk) is refused, saying so: the reopen's claim holds until it opens the
+     * lease again, and the lease ends up counted once, by the import that claimed it.
+     */
+    @Test
+    void aRegionHandedBackWhileAnotherImportReopensItIsRefusedAndCountedOnceByThatImport() {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            IpcCache.Lease region = cache.open(new IpcHandle("inproc", 1, 2, 1, CHUNK, 0, 64, new byte[] {1}), mapper);
+            region.close();
+            IpcCache.Lease claimed = cache.claimForReopen(region);
+            List<Throwable> refused = new ArrayList<>();
+
+            IpcCache.Lease reopened = cache.open(new IpcHandle("inproc", 1, 2, 2, CHUNK, 0, 64, new byte[] {2}), h -> {
+                refused.add(catchThrowable(() -> cache.claimForReopen(region)));
+                return mapper.apply(h);
+            }, claimed);
+
+            assertThat(refused).singleElement().isInstanceOf(IllegalStateException.class).extracting(Throwable::getMessage)
+                    .isEqualTo("the ImportedRegion to reuse is being reopened by another thread: reuse one region on one thread at a time");
+            assertThat(reopened).isSameAs(region);
+            assertThat(cache.stats().entriesInUse()).isEqualTo(1);
+            reopened.close();
+            assertThat(cache.stats().entriesInUse()).as("its one use released").isZero();
+        }
     }
 
     /**
