@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.lang.ref.WeakReference;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -317,6 +318,38 @@ class IpcCacheTest {
             reopened.close();
             assertThat(cache.stats().entriesInUse()).as("its one use released").isZero();
         }
+    }
+
+    /**
+     * A mapping beside the cache, once its last region closed and it was unmapped, is held by the
+     * cache no more: a long-lived Conduit that keeps being handed contradicting handles would
+     * otherwise keep every such entry (its payload, its views) until its close.
+     */
+    @Test
+    void aMappingBesideTheCacheIsNotKeptReachableAfterItsLastRegionClosed() throws InterruptedException {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            IpcCache.Lease cached = cache.open(new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 64, new byte[] {1}), mapper);
+            WeakReference<ChunkMapping> beside = openAndCloseBeside(cache, mapper);
+            assertThat(mapper.unmaps).as("the mapping beside, at its region's close").hasValue(1);
+
+            for (int i = 0; i < 600 && beside.get() != null; i++) { // a hang guard: 600 collections
+                System.gc();
+                Thread.sleep(10);
+            }
+
+            assertThat(beside.get()).as("the unmapped mapping beside, after collections").isNull();
+            cached.close();
+        }
+    }
+
+    private static WeakReference<ChunkMapping> openAndCloseBeside(IpcCache cache, ArenaChunkMapper mapper) {
+        List<ChunkMapping> mapped = new ArrayList<>();
+        cache.open(new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 64, new byte[] {2}), h -> {
+            mapped.add(mapper.apply(h));
+            return mapped.getFirst();
+        }).close();
+        return new WeakReference<>(mapped.getFirst());
     }
 
     /**
