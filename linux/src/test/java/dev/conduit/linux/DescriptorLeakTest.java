@@ -6,6 +6,7 @@ import org.junit.jupiter.api.io.TempDir;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.List;
 
 import static dev.conduit.linux.OpenFlags.O_CREAT;
 import static dev.conduit.linux.OpenFlags.O_RDWR;
@@ -14,7 +15,10 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** Every path that creates descriptors, in a loop, leaves the descriptor table as it found it. */
+/**
+ * Every path that creates descriptors, in a loop, leaves the descriptor table as it found it; and
+ * every descriptor made or received is close-on-exec, so that no child process inherits one.
+ */
 class DescriptorLeakTest {
     private static final int ROUNDS = 200;
 
@@ -100,6 +104,37 @@ class DescriptorLeakTest {
             }
         }
         assertThat(OpenFds.count()).isEqualTo(before);
+    }
+
+    /**
+     * A descriptor without close-on-exec outlives an {@code exec} in every child the process starts (a helper run
+     * by a plugin, a shell of the application): the child holds the shared memory, the socket or the lock.
+     */
+    @Test
+    void everyDescriptorMadeOrReceivedIsCloseOnExecSoNoChildProcessInheritsIt(@TempDir Path directory) {
+        String path = directory.resolve("s.sock").toString();
+        try (FileDescriptor dir = libc.open(directory.toString(), OpenFlags.O_RDONLY | OpenFlags.O_DIRECTORY, 0);
+             FileDescriptor file = libc.open(directory.resolve("file").toString(), O_RDWR | O_CREAT, 0600);
+             FileDescriptor atFile = libc.openat(dir, "file", O_RDWR, 0);
+             FileDescriptor beneathFile = libc.openBeneath(dir, "file", O_RDWR, 0);
+             FileDescriptor memfd = libc.memfdCreate("cloexec", MemfdFlags.MFD_ALLOW_SEALING);
+             FileDescriptor eventfd = libc.eventfd(0, 0);
+             SocketPair pair = libc.socketpair(SOCK_STREAM);
+             FileDescriptor listener = libc.socket(SOCK_STREAM);
+             FileDescriptor client = libc.socket(SOCK_STREAM);
+             Arena arena = Arena.ofConfined()) {
+            libc.bind(listener, path);
+            libc.listen(listener, 1);
+            libc.connect(client, path);
+            try (FileDescriptor server = libc.accept(listener, 0)) {
+                libc.sendmsg(pair.first(), arena.allocate(1), memfd);
+                try (FileDescriptor received = libc.recvmsg(pair.second(), arena.allocate(1), 1).fds().getFirst()) {
+                    assertThat(List.of(file, atFile, beneathFile, memfd, eventfd, pair.first(), pair.second(), listener,
+                            server, received))
+                            .allSatisfy(fd -> assertThat(OpenFds.isCloseOnExec(fd)).as("close-on-exec of %s", fd).isTrue());
+                }
+            }
+        }
     }
 
     /** Binds the handles first: loading classes may open jar files, which would count as leaks. */
