@@ -9,6 +9,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
 import static dev.conduit.linux.ProcessMaps.mappingAt;
@@ -18,6 +20,7 @@ import static dev.conduit.linux.MmapFlags.PROT_WRITE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 /** memfd, seals and mmap: the memfd provider's chunk lifecycle. */
 class MemoryTest {
@@ -135,6 +138,24 @@ class MemoryTest {
         }
     }
 
+    /** The address space reserved to align a mapping is given back when the mapping into it fails: kept, it would be lost to the process for good. */
+    @Test
+    void anAlignedMappingThatFailsGivesBackTheAddressSpaceItReserved() throws IOException {
+        long alignment = 2L << 20;
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-aligned-fails", MFD_ALLOW_SEALING);
+             Arena arena = Arena.ofConfined()) {
+            libc.ftruncate(memfd, 4 * SIZE);
+            // An offset within a page: the reservation is made, then the MAP_FIXED mapping into it fails (EINVAL).
+            Throwable thrown = catchThrowable(() -> libc.mmapAligned(memfd, 1, SIZE, alignment, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
+            assertThat(thrown).isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.EINVAL));
+            Matcher failedAt = Pattern.compile("^mmap\\(0x(\\p{XDigit}+), ").matcher(thrown.getMessage());
+            assertThat(failedAt.find()).as("the address of the failed mapping in: %s", thrown.getMessage()).isTrue();
+            String mapped = mappingAt(Long.parseUnsignedLong(failedAt.group(1), 16));
+            // Something mapped there since would do; the inaccessible reservation would not.
+            assertThat(mapped == null ? "" : mapped).as("what is mapped where the aligned mapping failed").doesNotContain(" ---p ");
+        }
+    }
+
     /**
      * Inaccessible ({@code ---p}) mappings of /proc/self/maps that a reservation left behind would be:
      * one starting where the mapping ends (the tail is never empty), or one smaller than the
@@ -174,6 +195,19 @@ class MemoryTest {
             libc.ftruncate(memfd, SIZE);
             MemorySegment mapping = libc.mmap(memfd, 0, SIZE, PROT_READ, MAP_SHARED, arena);
             assertThatThrownBy(() -> mapping.get(JAVA_LONG, SIZE)).isInstanceOf(IndexOutOfBoundsException.class);
+        }
+    }
+
+    /** The caller's mistake, refused before the kernel (an IllegalArgumentException, not its errno), naming the length and the offset. */
+    @Test
+    void aMappingOfNoBytesOrAtANegativeOffsetIsRefusedNamingBoth() {
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-nothing", MFD_ALLOW_SEALING);
+             Arena arena = Arena.ofConfined()) {
+            libc.ftruncate(memfd, SIZE);
+            assertThatThrownBy(() -> libc.mmap(memfd, 0, 0, PROT_READ, MAP_SHARED, arena))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("mmap of 0 bytes at offset 0 of fd ");
+            assertThatThrownBy(() -> libc.mmap(memfd, -SIZE, SIZE, PROT_READ, MAP_SHARED, arena))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("mmap of " + SIZE + " bytes at offset " + -SIZE + " of fd ");
         }
     }
 
