@@ -7,6 +7,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.Arrays;
 
 import static dev.conduit.linux.MemfdFlags.MFD_ALLOW_SEALING;
 import static dev.conduit.linux.MmapFlags.MAP_SHARED;
@@ -200,6 +201,45 @@ class SocketTest {
                     });
             assertThatThrownBy(() -> libc.bind(socket, path))
                     .isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.ENAMETOOLONG));
+        }
+    }
+
+    /** sun_path holds 108 bytes: a path of 107 and its NUL fit, and are bound and connected to, not refused as too long. */
+    @Test
+    void aSocketPathThatFillsSunPathIsBoundAndConnected(@TempDir Path directory) {
+        String prefix = directory + "/";
+        String path = prefix + "s".repeat(SocketFlags.SUN_PATH_MAX - prefix.length());
+        assertThat(path.getBytes(StandardCharsets.UTF_8)).hasSize(SocketFlags.SUN_PATH_MAX);
+        try (FileDescriptor listener = libc.socket(SOCK_STREAM);
+             FileDescriptor client = libc.socket(SOCK_STREAM)) {
+            libc.bind(listener, path);
+            libc.listen(listener, 1);
+            libc.connect(client, path);
+            try (FileDescriptor server = libc.accept(listener, 0)) {
+                assertThat(libc.peerCredentials(server).pid()).isEqualTo(libc.getpid());
+            }
+        }
+    }
+
+    /** SCM_MAX_FD (253) is the kernel's limit for one message: that many travel; one more is refused before any call. */
+    @Test
+    void aMessageCarriesScmMaxFdDescriptorsButNotOneMore() {
+        try (SocketPair pair = libc.socketpair(SOCK_STREAM);
+             FileDescriptor eventfd = libc.eventfd(0, 0);
+             Arena arena = Arena.ofConfined()) {
+            FileDescriptor[] most = new FileDescriptor[253];
+            Arrays.fill(most, eventfd);
+            assertThat(libc.sendmsg(pair.first(), bytes("m"), most)).isEqualTo(1);
+            ReceivedMessage message = libc.recvmsg(pair.second(), arena.allocate(1), 253);
+            message.fds().forEach(FileDescriptor::close);
+            assertThat(message.controlTruncated()).isFalse();
+            assertThat(message.fds()).hasSize(253);
+
+            FileDescriptor[] tooMany = Arrays.copyOf(most, 254);
+            assertThatThrownBy(() -> libc.sendmsg(pair.first(), bytes("x"), tooMany))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("254 descriptors, at most 253");
+            assertThatThrownBy(() -> libc.recvmsg(pair.second(), arena.allocate(1), 254))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxFds 254 is not in [0, 253]");
         }
     }
 
