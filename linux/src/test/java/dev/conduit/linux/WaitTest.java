@@ -111,6 +111,18 @@ class WaitTest {
         }
     }
 
+    /** The kernel refuses a misaligned futex word with a bare EINVAL; the check before it names the offset. */
+    @Test
+    void aFutexWordThatIsNotFourByteAlignedIsRefusedNamingItsOffset() {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment words = arena.allocate(2 * JAVA_INT.byteSize(), JAVA_INT.byteAlignment());
+            assertThatThrownBy(() -> libc.futexWait(words, 2, 0, TimeUnit.MILLISECONDS.toNanos(1)))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("futex word at offset 2 of").hasMessageContaining("is not 4-byte aligned");
+            assertThatThrownBy(() -> libc.futexWake(words, 2, 1))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("futex word at offset 2 of").hasMessageContaining("is not 4-byte aligned");
+        }
+    }
+
     private static long voluntaryContextSwitchesOfThisThread() throws IOException {
         for (String line : Files.readAllLines(Path.of("/proc/thread-self/status"))) {
             if (line.startsWith("voluntary_ctxt_switches:")) {
