@@ -78,10 +78,11 @@ class PayloadReaderTest {
 
         @Test
         void u64InRangeRefusesValuesOutsideTheRangeIncludingHugeUnsignedOnes() {
-            byte[] five = new PayloadWriter().u64(5).u64(5).u64(-1L).toByteArray();
+            byte[] five = new PayloadWriter().u64(5).u64(5).u64(11).u64(-1L).toByteArray();
             PayloadReader r = reader(five);
             assertThat(r.u64InRange("len", 0, 10)).isEqualTo(5);
             assertThat(assertInvalid(r, x -> x.u64InRange("offset", 6, 10), "offset")).hasMessageContaining("value 5 is outside [6, 10]");
+            assertThat(assertInvalid(r, x -> x.u64InRange("count", 0, 10), "count")).hasMessageContaining("value 11 is outside [0, 10]");
             assertThat(assertInvalid(r, x -> x.u64InRange("size", 0, Long.MAX_VALUE), "size"))
                     .hasMessageContaining("18446744073709551615");
         }
