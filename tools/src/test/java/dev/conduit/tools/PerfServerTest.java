@@ -14,6 +14,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.lang.foreign.MemorySegment;
@@ -29,6 +30,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -260,7 +262,7 @@ class PerfServerTest {
      * if the late message had not come.
      */
     private static void lateMessageThenTheNextClient(int late, boolean afterTheNextHello) throws Exception {
-        withKeepServer("a late message to a --keep server, then its next client", (clientConduit, bootstrap, serverErr, serverSaid) -> {
+        withKeepServer("a late message to a --keep server, then its next client", (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
             try (Session previous = new Session(clientConduit, bootstrap, serverSaid)) {
                 previous.hello();
                 int previousSeq = previous.begin(PerfTest.AM_LAT, 8);
@@ -546,7 +548,7 @@ class PerfServerTest {
      */
     @Test
     void aClientSilentBetweenPhasesForTheTimeoutHasItsSessionEndedAndTheKeepServerServesTheNextClient() throws Exception {
-        withKeepServer("clients that go silent", Duration.ofSeconds(2), (clientConduit, bootstrap, serverErr, serverSaid) -> {
+        withKeepServer("clients that go silent", Duration.ofSeconds(2), (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
             try (Session quiet = new Session(clientConduit, bootstrap, serverSaid)) {
                 quiet.hello();
                 quiet.progressUntil(() -> serverErr.toString().contains("failed after 0 phases"), "the end of the silent session");
@@ -563,6 +565,60 @@ class PerfServerTest {
                     + "this server's answer to its last phase, where it owes BEGIN or BYE (this server's --timeout)");
             serveTheNextClient(clientConduit, bootstrap, serverErr, serverSaid);
         });
+    }
+
+    /**
+     * The region a --keep server allocates and exports for each ipc_import phase is freed when the phase ends: after three
+     * phases its shared directory holds the chunk files it held before the first. A phase of 1 MiB has a chunk of its own
+     * (past a quarter of pool.chunk.size), whose file is there while the phase is open and gone once ENDED came.
+     */
+    @Test
+    void aKeepServerFreesEachIpcImportPhasesRegionWhenThePhaseEnds() throws Exception {
+        withKeepServer("ipc_import phases", (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
+            try (Session session = new Session(clientConduit, bootstrap, serverSaid)) {
+                session.hello();
+                long before = chunkFiles(shared);
+                for (int phase = 1; phase <= 3; phase++) {
+                    int seq = session.begin(PerfTest.IPC_IMPORT, 1 << 20);
+                    assertThat(chunkFiles(shared)).as("chunk files while ipc_import phase " + phase + " is open: its region's one more")
+                            .isEqualTo(before + 1);
+
+                    session.end(seq);
+
+                    assertThat(chunkFiles(shared)).as("chunk files once ipc_import phase " + phase + " ended").isEqualTo(before);
+                }
+                session.bye();
+                session.progressUntil(() -> serverErr.toString().contains("ended after 3 phases"), "the end of the session");
+            }
+        });
+    }
+
+    /**
+     * A session that ends while an ipc_import phase is open (a BYE before its END, as a client stopped mid-run sends) frees
+     * the phase's region: once the --keep server has served the next client, its shared directory holds the chunk files it
+     * held before the session.
+     */
+    @Test
+    void aSessionEndedWhileAnIpcImportPhaseIsOpenFreesThePhasesRegion() throws Exception {
+        withKeepServer("a BYE while an ipc_import phase is open", (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
+            long before = chunkFiles(shared);
+            try (Session leaving = new Session(clientConduit, bootstrap, serverSaid)) {
+                leaving.hello();
+                leaving.begin(PerfTest.IPC_IMPORT, 1 << 20);
+                leaving.bye();
+            }
+
+            serveTheNextClient(clientConduit, bootstrap, serverErr, serverSaid); // served once the server ended the session before
+
+            assertThat(chunkFiles(shared)).as("chunk files after the session, both clients' regions closed").isEqualTo(before);
+        });
+    }
+
+    /** The posix chunk files in {@code shared}: the servers' and the clients' regions that have a chunk of their own. */
+    private static long chunkFiles(Path shared) throws IOException {
+        try (Stream<Path> files = Files.list(shared)) {
+            return files.filter(file -> file.getFileName().toString().endsWith(".chunk")).count();
+        }
     }
 
     /** How many HELLOs the server said it dropped. */
@@ -589,7 +645,7 @@ class PerfServerTest {
 
     /** As {@link #againstAKeepServer(String, Hostile)}, the hostile client's HELLO naming a region of {@code regionSize} bytes. */
     private static void againstAKeepServer(String what, Hostile hostile, long regionSize) throws Exception {
-        withKeepServer(what + " to a --keep server, then its next client", (clientConduit, bootstrap, serverErr, serverSaid) -> {
+        withKeepServer(what + " to a --keep server, then its next client", (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
             try (Session bad = new Session(clientConduit, bootstrap, serverSaid, regionSize)) {
                 hostile.run(bad, serverErr);
             }
@@ -605,10 +661,14 @@ class PerfServerTest {
         }
     }
 
-    /** Clients of a --keep server: given their Conduit, the server's bootstrap, its standard error so far and all it said. */
+    /**
+     * Clients of a --keep server: given the shared directory (where the server's chunk files are), their Conduit, the server's
+     * bootstrap, its standard error so far and all it said.
+     */
     @FunctionalInterface
     private interface KeepServerClients {
-        void run(Conduit clientConduit, PerfBootstrap bootstrap, StringWriter serverErr, Supplier<String> serverSaid) throws Exception;
+        void run(Path shared, Conduit clientConduit, PerfBootstrap bootstrap, StringWriter serverErr, Supplier<String> serverSaid)
+                throws Exception;
     }
 
     /**
@@ -634,7 +694,7 @@ class PerfServerTest {
                     Thread serverThread = runInThread(server, serverExit, serverThrew);
                     try {
                         PerfBootstrap bootstrap = PerfBootstrap.await(shared, NAME, Duration.ofSeconds(30), () -> !serverThread.isAlive());
-                        clients.run(clientConduit, bootstrap, serverErr, serverSaid);
+                        clients.run(shared, clientConduit, bootstrap, serverErr, serverSaid);
                         assertThat(serverThread.isAlive()).as("the --keep server still serves; " + serverSaid.get()).isTrue();
                     } finally {
                         server.stop("the test is over");
