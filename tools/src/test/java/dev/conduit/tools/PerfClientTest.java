@@ -10,6 +10,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.MemorySegment;
@@ -55,6 +56,28 @@ class PerfClientTest {
                     client.runAll(() -> { }, rows -> { });
                 }
             }).isInstanceOf(ConduitException.class).hasMessageContaining("malformed " + name + " message from the perf peer");
+        });
+    }
+
+    /**
+     * An ACK that contradicts the stream it answers (am_bw: fewer messages counted than were sent; put_bw: the last put's marker
+     * not found in the server's region) ends the run naming the phase and what the server found: a stream that did not arrive
+     * whole is not measured as if it had.
+     */
+    @ParameterizedTest
+    @EnumSource(value = PerfTest.class, names = {"AM_BW", "PUT_BW"})
+    void anAckThatContradictsTheStreamEndsTheRunSayingWhatTheServerFound(PerfTest test) throws Exception {
+        PerfPlan plan = new PerfPlan(List.of(test), List.of(8L), 4L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
+                Duration.ofSeconds(30), 1);
+        againstAServer("a client of a server whose ACK contradicts its stream", PerfProtocol.PING, (server, clientConduit, b) -> {
+            assertThatThrownBy(() -> {
+                try (PerfClient client = new PerfClient(clientConduit, () -> clientConduit, b, ThreadMode.SINGLE, plan,
+                        PerfProgress.off(), stop -> { })) {
+                    client.runAll(() -> { }, rows -> { });
+                }
+            }).isInstanceOf(ConduitException.class).hasMessage(test == PerfTest.AM_BW
+                    ? "am_bw 8: the server counted 0 messages, 4 were sent"
+                    : "put_bw 8: the server did not find the last put's marker in its region");
         });
     }
 
@@ -177,7 +200,8 @@ class PerfClientTest {
     /**
      * The server's side: WELCOME and READY as conduit perf's server sends them, then {@code malformed} where its answer goes
      * (a PONG a byte longer than its PING, in a run of 8 bytes at most; an ACK of 4 bytes; an ENDED of 4), until {@code stop};
-     * its worker closes once {@code quit} is done, and then {@code quitDone} is.
+     * its worker closes once {@code quit} is done, and then {@code quitDone} is. Its well-formed ACKs contradict the client: an
+     * am_bw stream's counts no message, a put_bw stream's found no marker.
      */
     private static void serve(Conduit conduit, int malformed, CompletableFuture<PerfBootstrap> bootstrap, CompletableFuture<Void> stop,
                               CompletableFuture<Void> quit, CompletableFuture<Void> quitDone) {
@@ -196,7 +220,9 @@ class PerfClientTest {
                     new PerfProtocol.Writer().u32(new PerfProtocol.Reader(m, "BEGIN").u32()).u8(1).bytes(new byte[0]).segment()));
             worker.onMessage(PerfProtocol.PING, m -> client.get().send(PerfProtocol.PONG, MemorySegment.ofArray(malformed == PerfProtocol.PONG
                     ? new byte[(int) m.payloadSize() + 1] : m.payloadToArray())));
-            worker.onMessage(PerfProtocol.LAST, m -> client.get().send(PerfProtocol.ACK, MemorySegment.ofArray(new byte[4])));
+            worker.onMessage(PerfProtocol.LAST, m -> client.get().send(PerfProtocol.ACK, MemorySegment.ofArray(new byte[malformed == PerfProtocol.ACK
+                    ? 4 : Long.BYTES])));
+            worker.onMessage(PerfProtocol.PUT_DONE, m -> client.get().send(PerfProtocol.ACK, MemorySegment.ofArray(new byte[Long.BYTES])));
             worker.onMessage(PerfProtocol.END, m -> client.get().send(PerfProtocol.ENDED, malformed == PerfProtocol.ENDED
                     ? new PerfProtocol.Writer().u32(new PerfProtocol.Reader(m, "END").u32()).segment()
                     : new PerfProtocol.Writer().u32(new PerfProtocol.Reader(m, "END").u32()).u64(0).segment()));
