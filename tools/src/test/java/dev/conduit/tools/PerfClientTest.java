@@ -152,6 +152,25 @@ class PerfClientTest {
         });
     }
 
+    /**
+     * A bootstrap that offers no region through the transport the client reached the server's worker by (a server of other
+     * transports than the client's) is refused before HELLO, naming that transport, the ones the server offers, and -t.
+     */
+    @Test
+    void aBootstrapWithoutARegionThroughTheTransportOfTheConnectionIsRefusedNamingWhatItOffers() throws Exception {
+        PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
+                Duration.ofSeconds(30), 1);
+        againstAServer("a client of a bootstrap of other transports", PerfProtocol.PING, (server, clientConduit, b) -> {
+            PerfBootstrap otherTransport = new PerfBootstrap(b.pid(), b.host(), b.threadMode(), b.regionSize(), b.address(),
+                    Map.of("memfd", b.regions().get("posix")));
+
+            assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, otherTransport, ThreadMode.SINGLE, plan,
+                    PerfProgress.off(), stop -> { }))
+                    .isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server exported no region through plugin "
+                    + "'posix' (it offers [memfd]); select the same transports on both sides (-t)");
+        });
+    }
+
     /** The server of a test ({@link #serve}) on a thread of its own: its Conduit, and the word that closes its worker. */
     private record Server(Conduit conduit, CompletableFuture<Void> quit, CompletableFuture<Void> quitDone) {
     }

@@ -7,6 +7,7 @@ import dev.conduit.Pool;
 import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Test;
@@ -456,6 +457,46 @@ class PerfServerTest {
             assertThat(serverErr.toString()).contains("could not start a session: client pid " + ProcessHandle.current().pid() + " on "
                     + PerfCommand.hostName() + " named this server's own worker address as its own: the client is not conduit perf's, "
                     + "or a broken one");
+        });
+    }
+
+    /**
+     * A HELLO naming a transport through which the server exported no region (a client that is not conduit perf's: one looks
+     * for that region in the bootstrap first) is refused in WELCOME naming it, and the --keep server serves the next client.
+     */
+    @Test
+    void aHelloThroughATransportWithoutARegionHereIsRefusedInWelcomeNamingIt() throws Exception {
+        againstAKeepServer("a HELLO through a transport without a region", (hostile, serverErr) -> {
+            hostile.ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION).u64(ProcessHandle.current().pid())
+                    .string(PerfCommand.hostName()).string(ThreadMode.SINGLE.name()).string(PerfPlan.Wakeup.BUSY.label()).string("memfd")
+                    .bytes(hostile.region.exportHandle()).bytes(hostile.worker.address().toBytes()).segment());
+
+            hostile.progressUntil(() -> hostile.welcome != null, "WELCOME");
+
+            assertThat(hostile.welcome.string()).as("WELCOME's error").isEqualTo("this server exported no region through 'memfd'");
+            assertThat(serverErr.toString()).contains("could not start a session: client pid " + ProcessHandle.current().pid() + " on "
+                    + PerfCommand.hostName() + " connected through 'memfd', which has no region here");
+        });
+    }
+
+    /**
+     * A conduit perf client that a --keep server turns away while it serves another fails with the server's words: the
+     * session was refused, and why.
+     */
+    @Test
+    void aClientTurnedAwayWhileTheKeepServerServesAnotherSaysTheServersReason() throws Exception {
+        PerfPlan plan = new PerfPlan(List.of(PerfTest.AM_LAT), List.of(8L), 2L, null, PerfParsing.Warmup.NONE, PerfPlan.Wakeup.BUSY,
+                Duration.ofSeconds(30), 1);
+        withKeepServer("a client turned away", (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
+            try (Session served = new Session(clientConduit, bootstrap, serverSaid)) {
+                served.hello();
+
+                assertThatThrownBy(() -> new PerfClient(clientConduit, () -> clientConduit, bootstrap, ThreadMode.SINGLE, plan,
+                        PerfProgress.off(), stop -> { }))
+                        .isExactlyInstanceOf(ConduitException.class).hasMessage("the perf server refused this session: busy with another "
+                        + "client (pid " + ProcessHandle.current().pid() + " on " + PerfCommand.hostName() + ")");
+                served.amLatPhaseThenBye(serverErr);
+            }
         });
     }
 
