@@ -23,6 +23,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -201,11 +202,16 @@ class PerfBootstrapTest {
                         + "expected 'conduit-perf 1'): ");
 
         String whole = new String(bootstrap(45).encode(), StandardCharsets.UTF_8);
-        for (String line : List.of("host", "thread-mode")) {
-            byte[] text = whole.replaceFirst("(?m)^" + line + " .*$", line + " \u001b]0;x\u0007").getBytes(StandardCharsets.UTF_8);
-            assertThatThrownBy(() -> PerfBootstrap.decode(text, "the bootstrap", "check it")).isInstanceOf(ConduitException.class)
-                    .hasMessageMatching("the bootstrap is malformed: line \\d \\('" + line + " \\\\u001b]0;x\\\\u0007'\\): a (host name|thread mode) "
-                            + "is one word of printable ASCII");
+        // A C0 control sequence (OSC, which retitles a terminal) and a C1 control (CSI, which a terminal may read as ESC [),
+        // each with the escaped form the message quotes it in.
+        String[][] hostile = {{"\u001b]0;x\u0007", "\\u001b]0;x\\u0007"}, {"\u009b2J", "\\u009b2J"}};
+        for (String[] value : hostile) {
+            for (String line : List.of("host", "thread-mode")) {
+                byte[] text = whole.replaceFirst("(?m)^" + line + " .*$", line + " " + value[0]).getBytes(StandardCharsets.UTF_8);
+                assertThatThrownBy(() -> PerfBootstrap.decode(text, "the bootstrap", "check it")).isInstanceOf(ConduitException.class)
+                        .hasMessageMatching("the bootstrap is malformed: line \\d \\('" + line + " " + Pattern.quote(value[1])
+                                + "'\\): a (host name|thread mode) is one word of printable ASCII");
+            }
         }
         byte[] badPid = whole.replaceFirst("(?m)^pid .*$", "pid \u001b[31m").getBytes(StandardCharsets.UTF_8);
         assertThatThrownBy(() -> PerfBootstrap.decode(badPid, "the bootstrap", "check it")).isInstanceOf(ConduitException.class)
