@@ -121,6 +121,38 @@ class PerfServerTest {
     }
 
     /**
+     * A server that can export a region through none of its worker's transports (here the pool's pool.max.size is below
+     * --region-size) fails saying so, having said each transport's reason with its remedy, and publishes no bootstrap: a
+     * bootstrap without regions would have every client refused, each told only that the server offers none.
+     */
+    @Test
+    void aServerThatCanExportNoRegionFailsSayingWhyAndPublishesNoBootstrap() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "conduit-perf-noregion");
+        StringWriter serverErr = new StringWriter();
+        AtomicInteger serverExit = new AtomicInteger(Integer.MIN_VALUE);
+        AtomicReference<Throwable> serverThrew = new AtomicReference<>();
+        try (Conduit serverConduit = conduit("posix", shared, Map.of("pool.max.size", "64k"))) {
+            PerfServer server = new PerfServer(serverConduit, new PerfServer.Options(ThreadMode.SINGLE, 1L << 20, false, shared, NAME, null,
+                    false, Duration.ofSeconds(10)), new PrintWriter(new StringWriter(), true), new PrintWriter(serverErr, true));
+            Thread serverThread = runInThread(server, serverExit, serverThrew);
+            serverThread.join(TimeUnit.SECONDS.toMillis(60)); // a hang guard: the server fails as it starts, or serves for good
+            if (serverThread.isAlive()) {
+                server.stop("the test is over");
+                serverThread.join(TimeUnit.SECONDS.toMillis(30));
+                throw new AssertionError("the server serves; it said: " + serverErr);
+            }
+
+            assertThat(serverThrew.get()).as("what run() threw; the server said: " + serverErr).isInstanceOf(ConduitException.class)
+                    .hasMessage("no transport plugin of this worker [posix] could allocate and export a region");
+            assertThat(serverErr.toString()).contains("conduit perf server: no region through 'posix': pool of plugin 'posix' holds 0 bytes "
+                    + "of chunks; a chunk of 1048576 bytes more (a region of its own) would take it past pool.max.size (65536 bytes)");
+            assertThat(PerfBootstrap.file(shared, NAME)).as("the bootstrap file").doesNotExist();
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    /**
      * A client of another conduit perf version (a rolling upgrade: one side's conduit upgraded,
      * the other's not; their queue layouts the same, as between builds of fdfa993^ and 8f25f9c^) is
      * refused in WELCOME, and the server says so too: both protocol versions, whose conduit is the
