@@ -14,6 +14,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -126,6 +127,17 @@ class PerfOutputTest {
         assertThat(((Number) rows.get(1).get("megabytesPerSecond")).doubleValue()).isEqualTo(0.00002);
         assertThat(PerfText.megabytes(8_729.149)).isEqualTo("8,729.1");
         assertThat(PerfText.megabytes(0.9996)).isEqualTo("1.00");
+        assertThat(PerfText.megabytes(1)).as("one decimal from 1 MB/s on").isEqualTo("1.0");
+    }
+
+    /**
+     * A latency keeps about three significant digits: three decimals below 1 µs, two below 10, one below 100, none from 100 on,
+     * each bound the first value of the next form.
+     */
+    @Test
+    void aLatencyKeepsAboutThreeSignificantDigitsOnEitherSideOfEachBound() {
+        assertThat(Stream.of(0.999, 1.0, 9.99, 10.0, 99.9, 100.0).map(PerfText::latency).toList())
+                .containsExactly("0.999", "1.00", "9.99", "10.0", "99.9", "100");
     }
 
     /**
