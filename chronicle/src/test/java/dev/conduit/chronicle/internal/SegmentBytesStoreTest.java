@@ -7,6 +7,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.BufferOverflowException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -138,6 +139,39 @@ class SegmentBytesStoreTest {
                         + "(capacity()), those of a region's view over the whole region, of a message's over its payload");
         assertThatThrownBy(() -> store.readByte(-1)).hasMessageStartingWith("Chronicle view of a Region of 64 bytes: the access of [-1, -1 + 1) is outside it");
         assertThatThrownBy(() -> store.write(60, new byte[8], 0, 8)).hasMessageContaining("[60, 60 + 8) is outside it");
+        assertThatThrownBy(() -> store.write(0, new byte[8], 0, -1)).as("a negative length")
+                .hasMessageStartingWith("Chronicle view of a Region of 64 bytes: the access of [0, 0 + -1) is outside it");
+    }
+
+    /**
+     * A {@code ByteBuffer}'s bytes are taken at the offset given, counted from the buffer's start as
+     * Chronicle's own stores count it, whatever the buffer's position and limit, which stay as they were.
+     */
+    @Test
+    void aByteBufferIsCopiedFromTheOffsetGivenWhateverItsPositionAndLimit() {
+        MemorySegment memory = Arena.ofAuto().allocate(4096);
+        SegmentBytesStore store = new SegmentBytesStore(MemorySegment.NULL, () -> true, "a range", true);
+        store.point(memory, OFFSET, LENGTH);
+        ByteBuffer buffer = ByteBuffer.wrap(new byte[] {1, 2, 3, 4, 5, 6, 7, 8}).limit(7).position(6);
+        store.write(4, buffer, 2, 5);
+        assertThat(memory.asSlice(OFFSET + 4, 5).toArray(ValueLayout.JAVA_BYTE)).containsExactly(3, 4, 5, 6, 7);
+        assertThat(buffer.position()).isEqualTo(6);
+        assertThat(buffer.limit()).isEqualTo(7);
+    }
+
+    /**
+     * Bytes from a store of another kind (one of Chronicle's own) are read from the offset given in
+     * it, eight at a time and then one at a time, not from its start.
+     */
+    @Test
+    void bytesFromAnotherKindOfStoreAreCopiedFromTheirOffsetGiven() {
+        MemorySegment memory = Arena.ofAuto().allocate(4096);
+        SegmentBytesStore store = new SegmentBytesStore(MemorySegment.NULL, () -> true, "a range", true);
+        store.point(memory, OFFSET, LENGTH);
+        byte[] source = new byte[20];
+        for (int i = 0; i < source.length; i++) source[i] = (byte) (i + 1);
+        store.write(0, net.openhft.chronicle.bytes.BytesStore.wrap(source), 4, 11);
+        assertThat(memory.asSlice(OFFSET, 12).toArray(ValueLayout.JAVA_BYTE)).containsExactly(5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0);
     }
 
     /**
