@@ -129,6 +129,28 @@ class SegmentBytesStoreTest {
                 .startsWith("java.lang.IllegalStateException: Chronicle view of a Region of 8 bytes used after it was closed");
     }
 
+    /**
+     * Every access of a store whose owner is closed throws naming it, also those no view test
+     * reaches (a volatile byte, a copy, a store used as the source of another's write), rather than
+     * reading or writing memory that may by then be another region's or another message's.
+     */
+    @Test
+    void everyAccessOfAClosedStoreThrowsNamingIt() {
+        java.util.concurrent.atomic.AtomicBoolean open = new java.util.concurrent.atomic.AtomicBoolean(true);
+        SegmentBytesStore closed = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8), open::get, "a Region of 64 bytes", true);
+        SegmentBytesStore other = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8), () -> true, "another", true);
+        open.set(false);
+        java.util.Map<String, org.assertj.core.api.ThrowableAssert.ThrowingCallable> accesses = new java.util.LinkedHashMap<>();
+        accesses.put("readByte", () -> closed.readByte(0));
+        accesses.put("readVolatileByte", () -> closed.readVolatileByte(0));
+        accesses.put("writeVolatileByte", () -> closed.writeVolatileByte(0, (byte) 1));
+        accesses.put("copy", closed::copy);
+        accesses.put("a write from it", () -> other.write(0, closed, 0, 8));
+        accesses.put("a write into it", () -> closed.write(0, other, 0, 8));
+        accesses.forEach((access, call) -> assertThatThrownBy(call).as(access).isInstanceOf(IllegalStateException.class)
+                .hasMessage("Chronicle view of a Region of 64 bytes used after it was closed; a view is valid only while what it views is open"));
+    }
+
     /** An access outside the store names the view; the JDK's "Range [60, 60 + 8) out of bounds for length 64" did not. */
     @Test
     void anAccessOutsideTheStoreSaysWhichViewAndItsOffsets() {
