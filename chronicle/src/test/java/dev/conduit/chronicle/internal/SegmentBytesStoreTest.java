@@ -77,6 +77,41 @@ class SegmentBytesStoreTest {
     }
 
     /**
+     * A number whose decimal point is right of its last digit (an exponent of 0 or less: zeros after
+     * the digits, then ".0" when asked) is written as Chronicle's own heap store writes it.
+     */
+    @Test
+    void aNumberWithZerosAfterItsDigitsIsAppendedAsChroniclesOwnStoreAppendsIt() {
+        SegmentBytesStore store = new SegmentBytesStore(Arena.ofAuto().allocate(64), () -> true, "a segment", true);
+        net.openhft.chronicle.bytes.BytesStore<?, byte[]> chronicles = net.openhft.chronicle.bytes.BytesStore.wrap(new byte[64]);
+        for (boolean append0 : new boolean[] {true, false}) {
+            for (int exponent : new int[] {0, -1, -3}) {
+                long length = store.appendAndReturnLength(0, true, 25, exponent, append0);
+                long expected = chronicles.appendAndReturnLength(0, true, 25, exponent, append0);
+                assertThat(text(store, length)).as("-25 with exponent %d, append0 %s", exponent, append0).isEqualTo(text(chronicles, expected));
+            }
+        }
+        assertThat(text(store, store.appendAndReturnLength(0, false, 5, -3, true))).isEqualTo("5000.0");
+    }
+
+    private static String text(net.openhft.chronicle.bytes.RandomDataInput bytes, long length) {
+        byte[] text = new byte[(int) length];
+        for (int i = 0; i < length; i++) text[i] = bytes.readByte(i);
+        return new String(text, StandardCharsets.ISO_8859_1);
+    }
+
+    /** {@code testAndSetInt} sets the int when it is the expected one, and otherwise leaves it and throws, naming the offset and the view. */
+    @Test
+    void testAndSetIntSetsTheExpectedIntAndRefusesAnother() {
+        SegmentBytesStore store = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8), () -> true, "a Region of 64 bytes", true);
+        store.testAndSetInt(8, 0, 5);
+        assertThat(store.readInt(8)).isEqualTo(5);
+        assertThatThrownBy(() -> store.testAndSetInt(8, 0, 6)).isInstanceOf(IllegalStateException.class)
+                .hasMessage("int at offset 8 of a Region of 64 bytes was not 0");
+        assertThat(store.readInt(8)).isEqualTo(5);
+    }
+
+    /**
      * A misaligned atomic is refused naming the view, the operation, the offset and the remedy; the
      * segment's own refusal ("Target offset 3 is incompatible with alignment constraint 8 (of j8)
      * for segment MemorySegment{ ... address: 0x... }") named none of them. Every atomic a view has.
