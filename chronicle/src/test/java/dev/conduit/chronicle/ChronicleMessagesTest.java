@@ -242,6 +242,84 @@ class ChronicleMessagesTest {
         assertThatThrownBy(() -> kept.get().readLong(0)).isInstanceOf(IllegalStateException.class).hasMessageContaining("used after it was closed");
     }
 
+    /**
+     * A read whose object throws, or a handler that throws (the runtime consumes its message and goes
+     * on: guarantees.md), leaves the instance ready for the next message, which it reads; it does not
+     * stay "already reading a message".
+     */
+    @Test
+    void aReadOrAHandlerThatThrowsLeavesTheInstanceReadyForTheNextMessage() {
+        connect();
+        ChronicleMessages in = new ChronicleMessages();
+        List<Long> read = new ArrayList<>();
+        List<String> thrown = new ArrayList<>();
+        AtomicLong delivered = new AtomicLong();
+        dev.conduit.MessageHandler handler = in.handler((message, payload) -> {
+            read.add(payload.readLong());
+            if (read.size() == 1) throw new IllegalStateException("the handler's own failure");
+        });
+        receiver.onMessage(QUOTE, message -> {
+            try {
+                if (delivered.incrementAndGet() == 1) {
+                    in.read(message, (net.openhft.chronicle.bytes.ReadBytesMarshallable) bytes -> {
+                        throw new IllegalStateException("the object's own failure");
+                    });
+                } else {
+                    handler.onMessage(message);
+                }
+            } catch (IllegalStateException e) {
+                thrown.add(e.getMessage());
+            }
+        });
+        for (long i = 1; i <= 3; i++) endpoint.send(QUOTE, MemorySegment.ofArray(new long[] {i}));
+        progressUntil(() -> delivered.get() == 3);
+        assertThat(thrown).containsExactly("the object's own failure", "the handler's own failure");
+        assertThat(read).containsExactly(2L, 3L);
+    }
+
+    /**
+     * A read of another message from inside a handler of the same instance (what a nested delivery
+     * does) is refused, and the handler's own payload stays readable: the one receiving view cannot
+     * be pointed at two messages at once.
+     */
+    @Test
+    void aReadFromInsideAHandlerOfTheSameInstanceIsRefusedAndItsPayloadStaysReadable() {
+        connect();
+        ChronicleMessages in = new ChronicleMessages();
+        List<Object> seen = new ArrayList<>();
+        receiver.onMessage(QUOTE, in.handler((message, payload) -> {
+            try {
+                in.read(message, new Quote());
+            } catch (IllegalStateException e) {
+                seen.add(e.getMessage());
+            }
+            seen.add(payload.readLong(0));
+        }));
+        endpoint.send(QUOTE, MemorySegment.ofArray(new long[] {42}));
+        progressUntil(() -> seen.size() == 2);
+        assertThat(seen).containsExactly("this ChronicleMessages is already reading a message (use one per thread)", 42L);
+    }
+
+    /**
+     * A send from inside another's marshalling on the same instance is refused, and so the outer send
+     * sends nothing: its one sending view cannot be pointed at two messages at once.
+     */
+    @Test
+    void aSendFromInsideAnotherOnTheSameInstanceIsRefusedAndNothingIsSent() {
+        connect();
+        ChronicleMessages out = new ChronicleMessages();
+        List<Long> received = new ArrayList<>();
+        receiver.onMessage(QUOTE, m -> received.add(m.payloadSize() == 8 ? m.payloadLong(0) : -m.payloadSize()));
+        assertThatThrownBy(() -> out.send(endpoint, QUOTE, outer -> {
+            outer.writeLong(1);
+            out.send(endpoint, QUOTE, inner -> inner.writeLong(2), 64);
+        }, 64)).isInstanceOf(IllegalStateException.class).hasMessage("this ChronicleMessages is already sending (use one per thread)");
+        out.send(endpoint, QUOTE, bytes -> bytes.writeLong(3), 64);
+        progressUntil(() -> !received.isEmpty());
+        receiver.progress();
+        assertThat(received).containsExactly(3L);
+    }
+
     @Test
     void theSendingViewIsUnusableOnceTheSendReturned() {
         connect();
