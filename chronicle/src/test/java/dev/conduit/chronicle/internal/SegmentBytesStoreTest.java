@@ -186,6 +186,23 @@ class SegmentBytesStoreTest {
                 .hasMessage("Chronicle view of a Region of 64 bytes used after it was closed; a view is valid only while what it views is open"));
     }
 
+    /**
+     * Every write to a store over read-only memory is refused by the view, saying so and what to do,
+     * also those the received-payload test does not make (a volatile byte, a move, a native write, a
+     * ByteBuffer's bytes): the segment's own refusal names neither the view nor the remedy.
+     */
+    @Test
+    void everyWriteToReadOnlyMemoryIsRefusedSayingSo() {
+        SegmentBytesStore readOnly = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8).asReadOnly(), () -> true, "a payload", true);
+        java.util.Map<String, org.assertj.core.api.ThrowableAssert.ThrowingCallable> writes = new java.util.LinkedHashMap<>();
+        writes.put("writeVolatileByte", () -> readOnly.writeVolatileByte(0, (byte) 1));
+        writes.put("move", () -> readOnly.move(0, 8, 8));
+        writes.put("nativeWrite", () -> readOnly.nativeWrite(0, 0, 0));
+        writes.put("a ByteBuffer's bytes", () -> readOnly.write(0, ByteBuffer.allocate(8), 0, 8));
+        writes.forEach((write, call) -> assertThatThrownBy(call).as(write).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("Chronicle view of a payload is read-only: this process may only read that memory"));
+    }
+
     /** An access outside the store names the view; the JDK's "Range [60, 60 + 8) out of bounds for length 64" did not. */
     @Test
     void anAccessOutsideTheStoreSaysWhichViewAndItsOffsets() {
