@@ -2,12 +2,14 @@ package dev.conduit.chronicle;
 
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
+import dev.conduit.MessageHandler;
 import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.ThreadMode;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.BytesStore;
+import net.openhft.chronicle.bytes.ReadBytesMarshallable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -254,14 +256,14 @@ class ChronicleMessagesTest {
         List<Long> read = new ArrayList<>();
         List<String> thrown = new ArrayList<>();
         AtomicLong delivered = new AtomicLong();
-        dev.conduit.MessageHandler handler = in.handler((message, payload) -> {
+        MessageHandler handler = in.handler((message, payload) -> {
             read.add(payload.readLong());
             if (read.size() == 1) throw new IllegalStateException("the handler's own failure");
         });
         receiver.onMessage(QUOTE, message -> {
             try {
                 if (delivered.incrementAndGet() == 1) {
-                    in.read(message, (net.openhft.chronicle.bytes.ReadBytesMarshallable) bytes -> {
+                    in.read(message, (ReadBytesMarshallable) bytes -> {
                         throw new IllegalStateException("the object's own failure");
                     });
                 } else {

@@ -1,6 +1,9 @@
 package dev.conduit.chronicle.internal;
 
 import net.openhft.chronicle.bytes.Bytes;
+import net.openhft.chronicle.bytes.BytesStore;
+import net.openhft.chronicle.bytes.RandomDataInput;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -9,6 +12,9 @@ import java.lang.foreign.ValueLayout;
 import java.nio.BufferOverflowException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -83,7 +89,7 @@ class SegmentBytesStoreTest {
     @Test
     void aNumberWithZerosAfterItsDigitsIsAppendedAsChroniclesOwnStoreAppendsIt() {
         SegmentBytesStore store = new SegmentBytesStore(Arena.ofAuto().allocate(64), () -> true, "a segment", true);
-        net.openhft.chronicle.bytes.BytesStore<?, byte[]> chronicles = net.openhft.chronicle.bytes.BytesStore.wrap(new byte[64]);
+        BytesStore<?, byte[]> chronicles = BytesStore.wrap(new byte[64]);
         for (boolean append0 : new boolean[] {true, false}) {
             for (int exponent : new int[] {0, -1, -3}) {
                 long length = store.appendAndReturnLength(0, true, 25, exponent, append0);
@@ -94,7 +100,7 @@ class SegmentBytesStoreTest {
         assertThat(text(store, store.appendAndReturnLength(0, false, 5, -3, true))).isEqualTo("5000.0");
     }
 
-    private static String text(net.openhft.chronicle.bytes.RandomDataInput bytes, long length) {
+    private static String text(RandomDataInput bytes, long length) {
         byte[] text = new byte[(int) length];
         for (int i = 0; i < length; i++) text[i] = bytes.readByte(i);
         return new String(text, StandardCharsets.ISO_8859_1);
@@ -119,7 +125,7 @@ class SegmentBytesStoreTest {
     @Test
     void aMisalignedAtomicSaysWhichViewAndOffsetAndHowToAlignIt() {
         SegmentBytesStore store = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8), () -> true, "a Region of 64 bytes", true);
-        java.util.Map<String, org.assertj.core.api.ThrowableAssert.ThrowingCallable> atomics = new java.util.LinkedHashMap<>();
+        Map<String, ThrowingCallable> atomics = new LinkedHashMap<>();
         atomics.put("compareAndSwapLong", () -> store.compareAndSwapLong(3, 0, 1));
         atomics.put("compareAndSwapInt", () -> store.compareAndSwapInt(3, 0, 1));
         atomics.put("readVolatileLong", () -> store.readVolatileLong(3));
@@ -152,7 +158,7 @@ class SegmentBytesStoreTest {
      */
     @Test
     void aStoreSaysWhatItViewsAndItsCursorPrintsTheBytes() {
-        java.util.concurrent.atomic.AtomicBoolean open = new java.util.concurrent.atomic.AtomicBoolean(true);
+        AtomicBoolean open = new AtomicBoolean(true);
         SegmentBytesStore store = new SegmentBytesStore(Arena.ofAuto().allocate(8), open::get, "a Region of 8 bytes", true);
         store.write(0, "abcdefgh".getBytes(StandardCharsets.ISO_8859_1));
         assertThat(store.toString()).isEqualTo("SegmentBytesStore[a Region of 8 bytes, 8 bytes]");
@@ -171,11 +177,11 @@ class SegmentBytesStoreTest {
      */
     @Test
     void everyAccessOfAClosedStoreThrowsNamingIt() {
-        java.util.concurrent.atomic.AtomicBoolean open = new java.util.concurrent.atomic.AtomicBoolean(true);
+        AtomicBoolean open = new AtomicBoolean(true);
         SegmentBytesStore closed = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8), open::get, "a Region of 64 bytes", true);
         SegmentBytesStore other = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8), () -> true, "another", true);
         open.set(false);
-        java.util.Map<String, org.assertj.core.api.ThrowableAssert.ThrowingCallable> accesses = new java.util.LinkedHashMap<>();
+        Map<String, ThrowingCallable> accesses = new LinkedHashMap<>();
         accesses.put("readByte", () -> closed.readByte(0));
         accesses.put("readVolatileByte", () -> closed.readVolatileByte(0));
         accesses.put("writeVolatileByte", () -> closed.writeVolatileByte(0, (byte) 1));
@@ -194,7 +200,7 @@ class SegmentBytesStoreTest {
     @Test
     void everyWriteToReadOnlyMemoryIsRefusedSayingSo() {
         SegmentBytesStore readOnly = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8).asReadOnly(), () -> true, "a payload", true);
-        java.util.Map<String, org.assertj.core.api.ThrowableAssert.ThrowingCallable> writes = new java.util.LinkedHashMap<>();
+        Map<String, ThrowingCallable> writes = new LinkedHashMap<>();
         writes.put("writeVolatileByte", () -> readOnly.writeVolatileByte(0, (byte) 1));
         writes.put("move", () -> readOnly.move(0, 8, 8));
         writes.put("nativeWrite", () -> readOnly.nativeWrite(0, 0, 0));
@@ -244,7 +250,7 @@ class SegmentBytesStoreTest {
         store.point(memory, OFFSET, LENGTH);
         byte[] source = new byte[20];
         for (int i = 0; i < source.length; i++) source[i] = (byte) (i + 1);
-        store.write(0, net.openhft.chronicle.bytes.BytesStore.wrap(source), 4, 11);
+        store.write(0, BytesStore.wrap(source), 4, 11);
         assertThat(memory.asSlice(OFFSET, 12).toArray(ValueLayout.JAVA_BYTE)).containsExactly(5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0);
     }
 
@@ -259,7 +265,7 @@ class SegmentBytesStoreTest {
         store.point(memory, OFFSET, LENGTH);
         assertThatThrownBy(() -> store.write8bit(60, "abcdefgh", 0, 8)).isInstanceOf(IndexOutOfBoundsException.class)
                 .hasMessageContaining("the access of [60, 60 + 9)");
-        assertThatThrownBy(() -> store.write8bit(56, net.openhft.chronicle.bytes.BytesStore.from("abcdefgh")))
+        assertThatThrownBy(() -> store.write8bit(56, BytesStore.from("abcdefgh")))
                 .isInstanceOf(IndexOutOfBoundsException.class);
         assertThat(memory.toArray(ValueLayout.JAVA_BYTE)).containsOnly(0);
         assertThat(store.write8bit(55, "abcdefgh", 0, 8)).as("one that just fits").isEqualTo(LENGTH);
