@@ -364,6 +364,24 @@ class ConfigKeyTest {
     }
 
     /**
+     * A check that fails for want of a class (its plugin's jar is missing one) is the check's
+     * fault as any other failure of it is: the NoClassDefFoundError does not leave parse
+     * unexplained. A NUL in the value is shown escaped in that error too.
+     */
+    @Test
+    void aCheckMissingAClassIsNamedAsTheChecksFaultWithTheValueEscaped() {
+        NoClassDefFoundError missing = new NoClassDefFoundError("com/example/Table");
+        ConfigKey<String> key = ConfigKey.string("checked.name", "a", "Doc.").withCheck("a name in the table", v -> {
+            throw missing;
+        });
+        assertThatThrownBy(() -> key.parse("b\0", "the builder")).isInstanceOf(ConfigException.class)
+                .hasCause(missing)
+                .hasMessageStartingWith("the check of config key conduit.checked.name (CONDUIT_CHECKED_NAME) threw "
+                        + "java.lang.NoClassDefFoundError (com/example/Table) on value 'b\\0' (from the builder): a fault of the check")
+                .hasMessageNotContaining("\0");
+    }
+
+    /**
      * The examples in a size key's expected form are sizes it takes. Until 2026-12-03 every size key
      * gave "e.g. 4096, 64k, 256m, 1g", so that posix.queue.size (64k to 1g) refused 100 naming 4096,
      * which it refuses too, and memfd.inbound.bounce.max (at least 1m) named 4096 and 64k.
@@ -421,7 +439,7 @@ class ConfigKeyTest {
     void aValueInTheFormThatIsTooLargeSaysSo() {
         ConfigKey<Long> bytes = ConfigKey.bytes("big.bytes", 0, 0, "Doc.");
         ConfigKey<Duration> duration = ConfigKey.duration("big.wait", Duration.ofSeconds(1), "Doc.");
-        for (String value : List.of("99999999t", "99999999999999999999", "9223372036854775807k")) {
+        for (String value : List.of("8388608t", "99999999t", "99999999999999999999", "9223372036854775807k")) {
             assertThatThrownBy(() -> bytes.parse(value, "the builder")).as(value).hasMessage("bad value '" + value
                     + "' for config key conduit.big.bytes (CONDUIT_BIG_BYTES) (from the builder): larger than the largest size a key "
                     + "takes, 9223372036854775807 bytes (8 EiB - 1); expected a size in bytes of at least 0, e.g. 4096, 64k, 256m, 1g. Doc.");
@@ -431,6 +449,7 @@ class ConfigKeyTest {
                     .hasMessageContaining("(from the builder): longer than the longest duration a key takes, 9223372036854775807ns "
                             + "(about 292 years); expected a positive duration");
         }
+        assertThat(bytes.parse("8388607t", "the builder")).as("the most terabytes a long holds").isEqualTo(8388607L << 40);
         assertThat(duration.parse("2562047h", "the builder")).isEqualTo(Duration.ofHours(2562047));
         assertThatThrownBy(() -> duration.parse("0s", "the builder")).hasMessageContaining("(from the builder): expected a positive");
     }
