@@ -87,6 +87,15 @@ class PayloadReaderTest {
                     .hasMessageContaining("18446744073709551615");
         }
 
+        /** The range is closed: a peer's offset may be the least one allowed, its length the largest. */
+        @Test
+        void u64InRangeTakesBothEndsOfTheRange() {
+            PayloadReader r = reader(new PayloadWriter().u64(6).u64(10).u64(11).toByteArray());
+            assertThat(r.u64InRange("offset", 6, 10)).isEqualTo(6);
+            assertThat(r.u64InRange("length", 6, 10)).isEqualTo(10);
+            assertThat(assertInvalid(r, x -> x.u64InRange("count", 6, 10), "count")).hasMessageContaining("value 11 is outside [6, 10]");
+        }
+
         @Test
         void endRefusesTrailingBytes() {
             PayloadReader r = reader(new byte[5]);
@@ -193,6 +202,19 @@ class PayloadReaderTest {
         void escapesUnprintableCharactersInMessages() {
             InvalidHandleException e = assertInvalid(stringReader("a\u0007b"), r -> r.name("plugin", 32), "payload.plugin");
             assertThat(e).hasMessageContaining("a\\u0007b").hasMessageNotContaining("\u0007");
+        }
+
+        /** DEL is a control character as those below the space are (a terminal may act on it); the tilde before it is printable. */
+        @Test
+        void printableEscapesDelAndKeepsTheTilde() {
+            assertThat(PayloadReader.printable("~\u007f")).isEqualTo("~\\u007f");
+        }
+
+        /** Text is cut after 64 characters: text of exactly 64 is shown whole, with no "..." that would say some is missing. */
+        @Test
+        void printableShortensOnlyTextLongerThan64Characters() {
+            assertThat(PayloadReader.printable("x".repeat(64))).isEqualTo("x".repeat(64));
+            assertThat(PayloadReader.printable("x".repeat(65))).isEqualTo("x".repeat(64) + "...");
         }
     }
 
