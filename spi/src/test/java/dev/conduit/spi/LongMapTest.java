@@ -21,6 +21,8 @@ class LongMapTest {
         long[] reused = map.keys(grown);
         assertThat(reused).as("large enough: reused").isSameAs(grown);
         assertThat(Arrays.stream(reused, 0, map.size()).sorted().toArray()).isEqualTo(java.util.stream.LongStream.rangeClosed(11, 20).toArray());
+        long[] exact = new long[map.size()];
+        assertThat(map.keys(exact)).as("exactly as long as the keys are many: reused").isSameAs(exact);
     }
 
     /** put, get and remove against a HashMap, with few keys so that probe runs wrap and removals shift entries back. */
