@@ -60,6 +60,24 @@ class RepeatedWarningTest {
                 + "are logged at most once every 20 ms)");
     }
 
+    /** Each count is of the interval just past, not of all so far; an interval of a second and a half is named in milliseconds. */
+    @Test
+    void eachOneLoggedCountsOnlyWhatWasHeldBackSinceTheLastOne() {
+        long[] now = {0};
+        RepeatedWarning warning = new RepeatedWarning(logger, Duration.ofMillis(1500), () -> now[0]);
+        warning.log(() -> "first");
+        warning.log(() -> "held");
+        warning.log(() -> "held");
+        now[0] = 1_500_000_000;
+        warning.log(() -> "second");
+        warning.log(() -> "held");
+        now[0] = 3_000_000_000L;
+        warning.log(() -> "third");
+        assertThat(warnings).containsExactly("WARNING first",
+                "WARNING second (2 more like it since the last one logged; such warnings are logged at most once every 1500 ms)",
+                "WARNING third (1 more like it since the last one logged; such warnings are logged at most once every 1500 ms)");
+    }
+
     @Test
     void afterAResetTheNextIsLoggedAtOnce() {
         RepeatedWarning warning = new RepeatedWarning(logger, Duration.ofMinutes(1));
