@@ -44,7 +44,9 @@ class VersionTest {
 
     @Test
     void refusesNegativeNumbersAndNullQualifierInTheConstructor() {
+        assertThatIllegalArgumentException().isThrownBy(() -> new Version(-1, 0, 0, ""));
         assertThatIllegalArgumentException().isThrownBy(() -> new Version(1, -1, 0, ""));
+        assertThatIllegalArgumentException().isThrownBy(() -> new Version(1, 0, -1, ""));
         assertThatNullPointerException().isThrownBy(() -> new Version(1, 0, 0, null));
     }
 
