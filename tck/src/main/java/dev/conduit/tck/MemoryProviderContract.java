@@ -559,7 +559,8 @@ public abstract class MemoryProviderContract extends PluginContract {
                 }
             }
         }
-        for (long wrong : new long[]{0, size + provider.pageSize(), -1}) {
+        // A length short of the chunk's too: a mapping of the chunk's first bytes faults nowhere, but is not the chunk exported.
+        for (long wrong : new long[]{0, size - provider.pageSize(), size + provider.pageSize(), -1}) {
             assertThat(refusalToMap(payload, wrong, "the export of a " + size + "-byte chunk as " + wrong + " bytes",
                     "IpcImporter.map refuses a chunkLength that is not the exported chunk's with a ConduitException: its mapping is "
                             + "exactly chunkLength long, and the handle's length is a peer's word"))

@@ -4,6 +4,7 @@ import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.IpcImporter;
@@ -934,6 +935,38 @@ final class BrokenPlugins {
     }
 
     /**
+     * Its importer refuses a handle's length larger than the chunk (mapping it would fault past the
+     * file's end) but maps the first bytes of the chunk for a smaller one, as posix's did with its
+     * length check made {@code <} (a mutation): the TCK's wrong lengths were all 0, negative or larger.
+     */
+    public static final class MapsAPrefixOfAChunk extends FileMemoryPlugin {
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            return (payload, chunkLength) -> {
+                String name = payload.relativePath("file");
+                long length = payload.u64("length");
+                payload.end("end");
+                if (chunkLength <= 0 || chunkLength > length) {
+                    throw new ConduitException("the handle's length " + chunkLength + " is not within the chunk's " + length + " bytes");
+                }
+                byte[] full = new dev.conduit.spi.PayloadWriter().string(name).u64(length).toByteArray();
+                ChunkMapping mapping = map(context.sharedDirectory(), new PayloadReader(full), length);
+                return new ChunkMapping() {
+                    @Override
+                    public MemorySegment segment() {
+                        return mapping.segment().asSlice(0, chunkLength);
+                    }
+
+                    @Override
+                    public void close() {
+                        mapping.close();
+                    }
+                };
+            };
+        }
+    }
+
+    /**
      * Unmaps a freed chunk and revokes its export (its file is renamed), but keeps the memory (the
      * file) and hands it out again for the next chunk of that size as it is, with what the last user
      * wrote: as a provider that pools shared-memory files or device ranges could.
@@ -1491,6 +1524,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new IgnoresChunkLength();
+        }
+    }
+
+    public static final class MapsAPrefixOfAChunkSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new MapsAPrefixOfAChunk();
         }
     }
 
