@@ -129,6 +129,11 @@ public final class IpcCache implements AutoCloseable {
      * the cache's lock for its key: for tests of what happens meanwhile.
      */
     volatile Runnable whileUnpinning = () -> { };
+    /**
+     * Run by {@link #sweepIdle} after it killed an entry and took it out of the cache, before it takes
+     * it from the hit index: for tests of what happens meanwhile.
+     */
+    volatile Runnable whileSweeping = () -> { };
 
     record Key(long originHigh, long originLow, long exportId) {
     }
@@ -533,6 +538,7 @@ public final class IpcCache implements AutoCloseable {
                 return null;
             });
             if (!killed[0]) continue;
+            whileSweeping.run();
             index.remove(e);
             e.detached = true;
             evictions.increment();

@@ -62,6 +62,38 @@ class IpcCacheIdleTest {
         }
     }
 
+    /**
+     * An import while a round unmaps the entry of its chunk (the entry dead, not yet out of the hit
+     * index) is no hit on that entry: it maps the chunk afresh, into the cache, also when its handle
+     * contradicts the dying entry, which nothing can be open on any more.
+     */
+    @Test
+    void anImportWhileARoundUnmapsItsChunksEntryMapsTheChunkAfreshIntoTheCache() {
+        IpcHandle contradicting = new IpcHandle("inproc", 1, 2, 1, CHUNK, 0, CHUNK, new byte[] {9}); // export 1's key, another payload
+        try (IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.ENTRIES, IpcCacheTest.IDLE)) {
+            cache.open(handle(1), mapper).close();
+            cache.sweepIdle();
+            List<IpcCache.Lease> meanwhile = new ArrayList<>();
+            cache.whileSweeping = () -> {
+                meanwhile.add(cache.tryHit(handle(1).encode()));
+                meanwhile.add(cache.open(contradicting, mapper));
+            };
+
+            cache.sweepIdle();
+
+            assertThat(meanwhile.get(0)).as("a hit on the dying entry").isNull();
+            try (IpcCache.Lease imported = meanwhile.get(1)) {
+                imported.segment().set(ValueLayout.JAVA_LONG, 0, 42);
+                assertThat(imported.segment().get(ValueLayout.JAVA_LONG, 0)).isEqualTo(42);
+            }
+            IpcCache.Lease hit = cache.tryHit(contradicting.encode());
+            assertThat(hit).as("a hit on the chunk mapped afresh, cached").isNotNull();
+            hit.close();
+            assertThat(maps).hasValue(2);
+            assertThat(unmaps).as("the dying entry's mapping only").hasValue(1);
+        }
+    }
+
     @Test
     void anEntryImportedBetweenRoundsStaysForAnotherWholeRound() {
         try (IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.ENTRIES, IpcCacheTest.IDLE)) {
