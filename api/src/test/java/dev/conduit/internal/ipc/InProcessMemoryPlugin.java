@@ -57,6 +57,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public volatile boolean shortChunks;
     /** Whether imports map read-only, as posix does through a read-only mount. */
     public volatile boolean readOnlyImports;
+    /** Whether the plugin declares {@link Capability#CROSS_HOST} beside IPC, as one whose handles may name another host's memory. */
+    public volatile boolean crossHost;
     /** Run by openMemoryProvider before it returns the provider: for what happens meanwhile. */
     public volatile Runnable whileOpeningProvider = () -> { };
     /** Run by an import once it mapped the chunk, before it returns the mapping: for what happens meanwhile. */
@@ -97,7 +99,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
     @Override
     public Set<Capability> capabilities() {
-        return EnumSet.of(Capability.MEMORY, Capability.IPC);
+        return crossHost ? EnumSet.of(Capability.MEMORY, Capability.IPC, Capability.CROSS_HOST) : EnumSet.of(Capability.MEMORY, Capability.IPC);
     }
 
     @Override

@@ -458,6 +458,24 @@ class EndpointRmaTest {
     }
 
     /**
+     * A handle of a plugin that reaches memory of other hosts is opened unmapped though the plugin
+     * imports IPC handles: what it names need not be memory of this host. An operation through a
+     * transport that needs a mapping says why the region has none, naming the plugin.
+     */
+    @Test
+    void aRegionOfAPluginThatReachesOtherHostsIsNotMappedHereAndAnOperationSaysWhy() {
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        memory.crossHost = true;
+        open(new LoopbackPlugin("lo", 8, false), memory);
+        PeerRegion region = endpoint.peerRegion(handle);
+
+        assertThatThrownBy(() -> endpoint.fetchAdd(region, 0, 1)).isInstanceOf(NotSupportedException.class)
+                .hasMessageStartingWith("fetchAdd: the peer region is not mapped in this process")
+                .hasMessageContaining("plugin 'inproc' reaches memory of other hosts and maps none here");
+        assertThat(memory.maps).as("imports of the handle").hasValue(0);
+    }
+
+    /**
      * A transport that declares RMA and ATOMICS may still refuse an operation on a region (verbs
      * refuses a region of another plugin than verbs, which the runtime maps here all the same, and
      * atomics on a device without them). The refusal used to be said as "transport 'lo' of this
