@@ -156,6 +156,30 @@ class IpcCacheEntryBoundTest {
     }
 
     /**
+     * A handle that contradicts an entry the count took out while a region was open on it (another
+     * payload under its key) is mapped beside it, as one that contradicts a cached entry is: an open
+     * that finds the entry in the index must not let another payload ride on its mapping.
+     */
+    @Test
+    void aHandleThatContradictsAnEntryTakenOutWhileOpenIsMappedBesideIt() {
+        IpcCache cache = new IpcCache(1L << 30, 1, IpcCacheTest.IDLE);
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcHandle contradicting = new IpcHandle("inproc", 1, 2, 1, CHUNK, 0, CHUNK, new byte[] {9}); // export 1's key, another payload
+        try (cache) {
+            cache.open(handle(1), mapper).close();
+            IpcCache.Lease held = cache.tryHit(handle(1).encode());
+            weighAsHotterEntry(cache, mapper, handle(2)); // ipc.cache.entries=1: the held one goes, and stays mapped
+            held.segment().set(ValueLayout.JAVA_LONG, 0, 42);
+
+            try (IpcCache.Lease beside = cache.open(contradicting, mapper)) {
+                assertThat(beside.segment().get(ValueLayout.JAVA_LONG, 0)).as("read through the contradicting handle").isZero();
+                assertThat(mapper.maps).as("handle 1, handle 2, the contradicting one").hasValue(3);
+            }
+            held.close();
+        }
+    }
+
+    /**
      * While the count takes out an entry a region is open on, the stats still count it in use: the
      * trim left it in neither the cache nor the entries evicted while open until it had taken it out.
      */
