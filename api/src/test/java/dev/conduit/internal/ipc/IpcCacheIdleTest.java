@@ -77,6 +77,7 @@ class IpcCacheIdleTest {
             cache.whileSweeping = () -> {
                 meanwhile.add(cache.tryHit(handle(1).encode()));
                 meanwhile.add(cache.open(contradicting, mapper));
+                meanwhile.add(cache.tryHit(contradicting.encode())); // the index answers with the fresh entry, not the dying one
             };
 
             cache.sweepIdle();
@@ -86,6 +87,8 @@ class IpcCacheIdleTest {
                 imported.segment().set(ValueLayout.JAVA_LONG, 0, 42);
                 assertThat(imported.segment().get(ValueLayout.JAVA_LONG, 0)).isEqualTo(42);
             }
+            assertThat(meanwhile.get(2)).as("a hit on the chunk mapped afresh, while the dying entry is still indexed").isNotNull();
+            meanwhile.get(2).close();
             IpcCache.Lease hit = cache.tryHit(contradicting.encode());
             assertThat(hit).as("a hit on the chunk mapped afresh, cached").isNotNull();
             hit.close();
