@@ -1,7 +1,9 @@
 package dev.conduit.plugin.devdax;
 
 import dev.conduit.linux.Errno;
+import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
@@ -254,6 +256,31 @@ class DevdaxImporterTest {
             } finally {
                 Fixtures.resize(device, 32 * MIB);
             }
+        }
+    }
+
+    /**
+     * A layout made in units smaller than the unit a device-DAX device maps in (its align raised
+     * since the layout was written) is refused naming both units: no range of it can be mapped
+     * (the kernel's mmap answers a bare EINVAL), and the owner adapts the layout at its next reset.
+     * The device here is /dev/zero, which the fixture sysfs calls device DAX with a 2 MiB align.
+     */
+    @Test
+    void aLayoutInUnitsSmallerThanTheDevicesMappingUnitIsRefusedNamingBoth() throws Exception {
+        FileStatus zero;
+        try (var fd = Linux.libc().open("/dev/zero", 0, 0)) {
+            zero = Linux.libc().fstat(fd);
+        }
+        Path sys = dir.resolve("sys");
+        SysfsTest.daxEntry(sys, zero.rdevMajor(), zero.rdevMinor(), Long.toString(16 * MIB), Long.toString(2 * MIB), "dax");
+        Layout.Found smallerUnits = new Layout.Valid(new Layout.Header(0x1111, new Layout.Geometry(16 * MIB, 4096), 1));
+        DevdaxPayload payload = new DevdaxPayload("pmem0", 0x1111, 2 * MIB, 2 * MIB, DevdaxPayload.READ_WRITE, 0x2222, 1);
+        try (Device device = Device.open(Linux.libc(), "pmem0", Path.of("/dev/zero"), false, new Sysfs(sys))) {
+            assertThatThrownBy(() -> DevdaxImporter.readHeader(smallerUnits, device, payload))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("its layout describes " + 16 * MIB + " bytes in units of 4096, but this process sees a "
+                            + "device-DAX of " + 16 * MIB + " bytes mapped in units of " + 2 * MIB)
+                    .hasMessageContaining("= reset");
         }
     }
 
