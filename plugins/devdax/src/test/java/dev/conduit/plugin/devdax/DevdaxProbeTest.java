@@ -138,11 +138,15 @@ class DevdaxProbeTest {
         assertThat(availability.details()).containsKey("provider device");
     }
 
+    /** An item without a path, with a path relative to the working directory, or with an alias no payload can carry. */
     @Test
     void aMalformedTableIsTheReason() {
-        Availability availability = plugin().probe(TestContext.of("devdax.devices", "pmem0"));
-        assertThat(availability.isAvailable()).isFalse();
-        assertThat(availability.reason()).contains("item 'pmem0' is not alias=/absolute/path").contains("CONDUIT_DEVDAX_DEVICES");
+        for (String item : new String[] {"pmem0", "pmem0=", "pmem0=dev/dax0.0", "Pmem0=/dev/dax0.0"}) {
+            Availability availability = plugin().probe(TestContext.of("devdax.devices", item));
+            assertThat(availability.isAvailable()).as(item).isFalse();
+            assertThat(availability.reason()).as(item).contains("item '" + item + "' is not alias=/absolute/path")
+                    .contains("CONDUIT_DEVDAX_DEVICES");
+        }
     }
 
     /**
