@@ -211,7 +211,8 @@ class DevdaxProviderTest {
     /**
      * A chunk another thread is inside a native call on cannot be unmapped. close() used to close
      * the descriptor anyway, dropping the lock while the memory was in use here, and to mark itself
-     * closed, so that a retry did nothing.
+     * closed, so that a retry did nothing. The chunks it could unmap are freed: the provider, still
+     * open, hands their ranges out again.
      */
     @Test
     void aCloseThatCannotUnmapAChunkKeepsTheDeviceLockedAndCanBeRetried() throws Exception {
@@ -236,6 +237,9 @@ class DevdaxProviderTest {
             assertThatThrownBy(() -> plugin.ipcImporter(Fixtures.device("pmem0", device)).map(Fixtures.reader(busyExport), UNIT))
                     .as("the busy chunk's exports are revoked").hasMessageStartingWith("export gone: ");
             assertThat(Fixtures.descriptorsOn(device)).isEqualTo(1);
+            Chunk everyFreeUnit = provider.allocate(6 * UNIT);
+            assertThat(((DevdaxChunk) everyFreeUnit).offset()).as("the idle chunk's range is free again").isEqualTo(2 * UNIT);
+            provider.free(everyFreeUnit);
 
             MemorySegment oneByte = arena.allocate(1);
             libc.write(pair.second(), oneByte);
