@@ -942,15 +942,14 @@ final class BrokenPlugins {
     public static final class MapsAPrefixOfAChunk extends FileMemoryPlugin {
         @Override
         public IpcImporter ipcImporter(PluginContext context) {
+            IpcImporter wholeChunk = new IgnoresChunkLength().ipcImporter(context);
             return (payload, chunkLength) -> {
-                String name = payload.relativePath("file");
-                long length = payload.u64("length");
-                payload.end("end");
+                ChunkMapping mapping = wholeChunk.map(payload, chunkLength);
+                long length = mapping.segment().byteSize();
                 if (chunkLength <= 0 || chunkLength > length) {
+                    mapping.close();
                     throw new ConduitException("the handle's length " + chunkLength + " is not within the chunk's " + length + " bytes");
                 }
-                byte[] full = new dev.conduit.spi.PayloadWriter().string(name).u64(length).toByteArray();
-                ChunkMapping mapping = map(context.sharedDirectory(), new PayloadReader(full), length);
                 return new ChunkMapping() {
                     @Override
                     public MemorySegment segment() {
