@@ -9,7 +9,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The verbs entry of a worker address tells a connector where to wire up: for any bytes the
  * decoder returns an address whose wire-up host is an IP literal (never a name to resolve) and
- * whose port, link layer, MTU and buffer geometry are in range (buffers a multiple of 64 bytes), or throws
+ * whose port, link layer, MTU, buffer geometry and responder depth are in range (buffers a multiple of 64 bytes), or throws
  * {@link InvalidHandleException}; a decoded address encodes back to the same bytes.
  */
 class VerbsAddressFuzzTest {
@@ -32,6 +32,8 @@ class VerbsAddressFuzzTest {
         assertThat(address.bufferSize()).isBetween(4096, 1 << 30);
         // Records and atomic results are 8-byte fields at slot * bufferSize: a size off a multiple of 64 misaligns them.
         assertThat(address.bufferSize() % 64).isZero();
+        // Given to the connector's queue pair as max_rd_atomic, where 0 is an EINVAL.
+        assertThat(address.responderDepth()).isBetween(1, WireFormat.MAX_READ_DEPTH);
         assertThat(address.encode()).isEqualTo(bytes);
     }
 }

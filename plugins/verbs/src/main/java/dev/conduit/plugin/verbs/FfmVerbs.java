@@ -302,7 +302,8 @@ final class FfmVerbs implements Verbs {
                         attr.get(JAVA_INT, DEVICE_VENDOR_ID), attr.get(JAVA_INT, DEVICE_VENDOR_PART_ID),
                         attr.get(JAVA_INT, DEVICE_MAX_QP), attr.get(JAVA_INT, DEVICE_MAX_CQE),
                         attr.get(java.lang.foreign.ValueLayout.JAVA_LONG, DEVICE_MAX_MR_SIZE), attr.get(JAVA_INT, DEVICE_ATOMIC_CAP),
-                        Byte.toUnsignedInt(attr.get(JAVA_BYTE, DEVICE_PHYS_PORT_CNT)));
+                        Byte.toUnsignedInt(attr.get(JAVA_BYTE, DEVICE_PHYS_PORT_CNT)), attr.get(JAVA_INT, DEVICE_MAX_QP_RD_ATOM),
+                        attr.get(JAVA_INT, DEVICE_MAX_QP_INIT_RD_ATOM));
             } catch (Throwable t) {
                 throw propagate(t);
             }
@@ -810,13 +811,13 @@ final class FfmVerbs implements Verbs {
         }
 
         @Override
-        public void toReadyToReceive(PeerPath peer, int port, int gidIndex) {
+        public void toReadyToReceive(PeerPath peer, int port, int gidIndex, int responderDepth) {
             modify("RTR", attr -> {
                 attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_RTR);
                 attr.set(JAVA_INT, QP_ATTR_PATH_MTU, peer.mtu());
                 attr.set(JAVA_INT, QP_ATTR_DEST_QP_NUM, peer.queuePair());
                 attr.set(JAVA_INT, QP_ATTR_RQ_PSN, peer.packetSequence());
-                attr.set(JAVA_BYTE, QP_ATTR_MAX_DEST_RD_ATOMIC, (byte) 1);
+                attr.set(JAVA_BYTE, QP_ATTR_MAX_DEST_RD_ATOMIC, (byte) responderDepth);
                 attr.set(JAVA_BYTE, QP_ATTR_MIN_RNR_TIMER, (byte) 12);
                 attr.set(JAVA_SHORT, QP_ATTR_AH_DLID, (short) peer.lid());
                 attr.set(JAVA_BYTE, QP_ATTR_AH_PORT_NUM, (byte) port);
@@ -832,7 +833,7 @@ final class FfmVerbs implements Verbs {
         }
 
         @Override
-        public void toReadyToSend(int packetSequence) {
+        public void toReadyToSend(int packetSequence, int initiatorDepth) {
             modify("RTS", attr -> {
                 attr.set(JAVA_INT, QP_ATTR_QP_STATE, IBV_QPS_RTS);
                 attr.set(JAVA_INT, QP_ATTR_SQ_PSN, packetSequence);
@@ -841,7 +842,7 @@ final class FfmVerbs implements Verbs {
                 // 6, not 7 (which retries without end): credits keep a correct peer's receives posted, so a SEND finds none
                 // only at a broken or hostile peer, which must fail the endpoint rather than stall its sends and flush for good.
                 attr.set(JAVA_BYTE, QP_ATTR_RNR_RETRY, (byte) 6);
-                attr.set(JAVA_BYTE, QP_ATTR_MAX_RD_ATOMIC, (byte) 1);
+                attr.set(JAVA_BYTE, QP_ATTR_MAX_RD_ATOMIC, (byte) initiatorDepth);
                 return IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
             });
         }

@@ -139,8 +139,8 @@ final class Inbound extends VerbsTransport.Connection {
                 qp.postReceive(VerbsTransport.requestId(in, VerbsTransport.KIND_RECEIVE, i), receive, (long) i * transport.bufferSize,
                         transport.bufferSize);
             }
-            qp.toReadyToReceive(transport.path(request), domain.port(), domain.gidIndex());
-            qp.toReadyToSend(in.psn);
+            qp.toReadyToReceive(transport.path(request), domain.port(), domain.gidIndex(), domain.responderDepth());
+            qp.toReadyToSend(in.psn, domain.initiatorDepth(request.sender().responderDepth()));
             return in;
         } catch (RuntimeException | Error e) { // an Error too (out of memory for the buffers): nothing stays on the device
             // Completions of receives posted before the failure name a slot no connection holds with this generation: dropped.

@@ -188,11 +188,19 @@ interface Verbs {
         /** {@code ibv_modify_qp} to {@code INIT} on {@code port}, allowing the remote {@code access} ({@code IBV_ACCESS_*}). */
         void toInit(int port, int access);
 
-        /** {@code ibv_modify_qp} to {@code RTR} towards {@code peer}, with source GID {@code gidIndex}. */
-        void toReadyToReceive(PeerPath peer, int port, int gidIndex);
+        /**
+         * {@code ibv_modify_qp} to {@code RTR} towards {@code peer}, with source GID {@code gidIndex},
+         * taking up to {@code responderDepth} RDMA READs and atomics of the peer in flight
+         * ({@code max_dest_rd_atomic}, 1..255: at most the device's {@code max_qp_rd_atom}).
+         */
+        void toReadyToReceive(PeerPath peer, int port, int gidIndex, int responderDepth);
 
-        /** {@code ibv_modify_qp} to {@code RTS} with send PSN {@code packetSequence}. */
-        void toReadyToSend(int packetSequence);
+        /**
+         * {@code ibv_modify_qp} to {@code RTS} with send PSN {@code packetSequence}, keeping up to
+         * {@code initiatorDepth} RDMA READs and atomics in flight ({@code max_rd_atomic}, 1..255: at
+         * most the device's {@code max_qp_init_rd_atom} and the peer's responder depth).
+         */
+        void toReadyToSend(int packetSequence, int initiatorDepth);
 
         /** {@code ibv_post_recv} of one buffer: {@code length} bytes at {@code offset} in {@code region}. */
         void postReceive(long requestId, MemoryRegion region, long offset, int length);
@@ -210,9 +218,14 @@ interface Verbs {
         void close();
     }
 
-    /** The fields of {@code struct ibv_device_attr} the plugin reports. */
+    /**
+     * The fields of {@code struct ibv_device_attr} the plugin reports and uses: {@code maxQpRdAtom}
+     * is {@code max_qp_rd_atom}, the RDMA READs and atomics a queue pair takes in flight as their
+     * responder, and {@code maxQpInitRdAtom} is {@code max_qp_init_rd_atom}, those it keeps in flight
+     * as their initiator.
+     */
     record DeviceAttributes(String firmware, long nodeGuid, int vendorId, int vendorPartId, int maxQp, int maxCqe,
-                            long maxMrSize, int atomicCap, int physicalPorts) {
+                            long maxMrSize, int atomicCap, int physicalPorts, int maxQpRdAtom, int maxQpInitRdAtom) {
     }
 
     /**

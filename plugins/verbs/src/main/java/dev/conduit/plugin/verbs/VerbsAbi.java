@@ -26,7 +26,9 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * struct ibv_device_attr (232 bytes)      struct ibv_port_attr (52 bytes)
  *   0 fw_ver[64]                            0 state        12 gid_tbl_len   34 lid
  *  64 node_guid (big-endian)                4 max_mtu      32 pkey_tbl_len  45 phys_state
- * 164 atomic_cap                            8 active_mtu                    46 link_layer
+ * 144 max_qp_rd_atom                        8 active_mtu                    46 link_layer
+ * 156 max_qp_init_rd_atom
+ * 164 atomic_cap
  * 227 phys_port_cnt
  * </pre>
  */
@@ -184,6 +186,7 @@ final class VerbsAbi {
     static final int IBV_WC_LOC_LEN_ERR = 1;
     static final int IBV_WC_LOC_PROT_ERR = 4;
     static final int IBV_WC_WR_FLUSH_ERR = 5;
+    static final int IBV_WC_REM_INV_REQ_ERR = 9;
     static final int IBV_WC_REM_ACCESS_ERR = 10;
     static final int IBV_WC_RETRY_EXC_ERR = 12;
     static final int IBV_WC_RNR_RETRY_EXC_ERR = 13;
@@ -341,6 +344,8 @@ final class VerbsAbi {
     static final long DEVICE_MAX_QP = offset(IBV_DEVICE_ATTR, "max_qp");
     static final long DEVICE_MAX_CQE = offset(IBV_DEVICE_ATTR, "max_cqe");
     static final long DEVICE_MAX_MR_SIZE = offset(IBV_DEVICE_ATTR, "max_mr_size");
+    static final long DEVICE_MAX_QP_RD_ATOM = offset(IBV_DEVICE_ATTR, "max_qp_rd_atom");
+    static final long DEVICE_MAX_QP_INIT_RD_ATOM = offset(IBV_DEVICE_ATTR, "max_qp_init_rd_atom");
     static final long DEVICE_ATOMIC_CAP = offset(IBV_DEVICE_ATTR, "atomic_cap");
     static final long DEVICE_PHYS_PORT_CNT = offset(IBV_DEVICE_ATTR, "phys_port_cnt");
     static final long PORT_STATE = offset(IBV_PORT_ATTR, "state");

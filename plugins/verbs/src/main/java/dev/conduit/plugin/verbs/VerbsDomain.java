@@ -470,6 +470,39 @@ final class VerbsDomain {
         return deviceAttributes.atomicCap() != VerbsAbi.IBV_ATOMIC_NONE;
     }
 
+    /**
+     * The RDMA READs and atomics of its peer a queue pair of this device takes in flight: the
+     * device's {@code max_qp_rd_atom}, at most {@link WireFormat#MAX_READ_DEPTH}. Each side
+     * advertises it in its address; the peer keeps no more in flight towards it.
+     */
+    int responderDepth() {
+        return Math.min(deviceAttributes.maxQpRdAtom(), WireFormat.MAX_READ_DEPTH);
+    }
+
+    /**
+     * The RDMA READs and atomics a queue pair of this device keeps in flight towards a peer that
+     * advertised {@code peerResponderDepth}: the smaller of that and the device's
+     * {@code max_qp_init_rd_atom}, so at most {@link WireFormat#MAX_READ_DEPTH}, as an advertised
+     * depth is a u8.
+     */
+    int initiatorDepth(int peerResponderDepth) {
+        return Math.min(deviceAttributes.maxQpInitRdAtom(), peerResponderDepth);
+    }
+
+    /**
+     * Why a queue pair of this device could do no RDMA READ or atomic, naming the device's
+     * attribute that is 0, or {@code null} when both depths are at least 1.
+     */
+    String readDepthRefusal() {
+        if (deviceAttributes.maxQpRdAtom() < 1) {
+            return "max_qp_rd_atom " + deviceAttributes.maxQpRdAtom() + ": its queue pairs take no RDMA READ or atomic of a peer in flight";
+        }
+        if (deviceAttributes.maxQpInitRdAtom() < 1) {
+            return "max_qp_init_rd_atom " + deviceAttributes.maxQpInitRdAtom() + ": its queue pairs keep no RDMA READ or atomic in flight";
+        }
+        return null;
+    }
+
     int maxCompletionQueueEntries() {
         return deviceAttributes.maxCqe();
     }

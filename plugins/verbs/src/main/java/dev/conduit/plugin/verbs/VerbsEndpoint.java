@@ -35,7 +35,9 @@ import java.security.MessageDigest;
  *       {@code false}, all or nothing.</li>
  *   <li><b>RMA</b>: put copies the source through send buffers into RDMA WRITEs and returns once
  *       they are posted (flush waits for their completions); get RDMA-READs into send buffers and
- *       copies out; fetch-add and compare-and-swap are verbs atomics on an 8-byte send buffer.
+ *       copies out, one part after the other; each part is at most the smaller of the two sides'
+ *       buffer sizes, which both ports move in one work request; fetch-add and compare-and-swap
+ *       are verbs atomics on an 8-byte send buffer.
  *       Targets are regions of the peer's verbs memory provider: their handle carries the chunk's
  *       registered address and remote key.</li>
  * </ul>
@@ -53,6 +55,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     private final Verbs.QueuePair qp;
     private final Verbs.MemoryRegion ring;
     private final Verbs.MemoryRegion creditWord;
+    /** The smaller of the two sides' {@code verbs.buffer.size}: the most bytes one work request of this endpoint moves. */
     private final int recordSize;
     private final int slots;
     private final int[] freeSlots;
@@ -195,8 +198,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             if (!MessageDigest.isEqual(reply.token(), peer.token())) {
                 return fail(Reason.DAMAGED, "the wire-up reply names another transport (token mismatch)");
             }
-            qp.toReadyToReceive(transport.path(reply), transport.domain.port(), transport.domain.gidIndex());
-            qp.toReadyToSend(psn);
+            qp.toReadyToReceive(transport.path(reply), transport.domain.port(), transport.domain.gidIndex(), transport.domain.responderDepth());
+            qp.toReadyToSend(psn, transport.domain.initiatorDepth(peer.responderDepth()));
             state = State.CONNECTED;
             return 1;
         } catch (InvalidHandleException e) {
@@ -406,8 +409,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         MemorySegment buffers = ring.memory();
         long parts = parts(length);
         for (long i = 0; i < parts; i++) {
-            long first = (lastFirst ? parts - 1 - i : i) * transport.bufferSize;
-            int part = (int) Math.min(length - first, transport.bufferSize);
+            long first = (lastFirst ? parts - 1 - i : i) * recordSize;
+            int part = (int) Math.min(length - first, recordSize);
             int slot = takeSlot();
             long at = (long) slot * transport.bufferSize;
             MemorySegment.copy(source, first, buffers, at, part);
@@ -423,8 +426,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         MemorySegment buffers = ring.memory();
         long parts = parts(length);
         for (long i = 0; i < parts; i++) {
-            long first = (lastFirst ? parts - 1 - i : i) * transport.bufferSize;
-            int part = (int) Math.min(length - first, transport.bufferSize);
+            long first = (lastFirst ? parts - 1 - i : i) * recordSize;
+            int part = (int) Math.min(length - first, recordSize);
             int slot = takeSlot();
             long at = (long) slot * transport.bufferSize;
             post(slot, VerbsAbi.IBV_WR_RDMA_READ, at, part, remote + first, lastPayload.rkey(), 0, 0);
@@ -433,9 +436,14 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         }
     }
 
-    /** How many send buffers a put or get of {@code length} bytes goes through, one after the other. */
+    /**
+     * How many send buffers a put or get of {@code length} bytes goes through, one after the other:
+     * each part at most {@link #recordSize}, the peer's {@code buffer.size} too, which its port's
+     * {@code max_msg_sz} moves in one work request (it checked that at its open), where this
+     * side's buffer may be larger than the peer's port moves.
+     */
     private long parts(long length) {
-        return (length + transport.bufferSize - 1) / transport.bufferSize;
+        return (length + recordSize - 1) / recordSize;
     }
 
     /**

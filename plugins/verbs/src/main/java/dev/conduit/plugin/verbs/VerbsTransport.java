@@ -184,6 +184,12 @@ final class VerbsTransport implements Transport {
                     + " bytes): set it to at most " + domain.maxMessageSize() / VerbsConfig.BUFFER_ALIGNMENT * VerbsConfig.BUFFER_ALIGNMENT
                     + " bytes");
         }
+        String noReads = domain.readDepthRefusal();
+        if (noReads != null) {
+            // Passed on, the 0 would reach ibv_modify_qp at the first connection, whose EINVAL names no attribute.
+            throw new ConduitException("verbs: device " + domain.deviceName() + " reports " + noReads + ", which get, fetchAdd and "
+                    + "compareAndSwap need: use another device (" + VerbsConfig.DEVICE.nameAndVariable() + ")");
+        }
         RANDOM.nextBytes(token);
         List<AutoCloseable> opened = new ArrayList<>();
         try {
@@ -222,7 +228,7 @@ final class VerbsTransport implements Transport {
             }
             int tcpPort = ((InetSocketAddress) listener.getLocalAddress()).getPort();
             address = new WireFormat.Address(token, domain.port(), domain.linkLayer(), domain.lid(), domain.gid(), domain.activeMtu(),
-                    receiveBuffers, bufferSize, host, tcpPort).encode();
+                    receiveBuffers, bufferSize, domain.responderDepth(), host, tcpPort).encode();
             wireupServer = new WireupServer(this, listener, token, MAX_CONNECTIONS, inboundLimit);
             wireupServer.start();
         } catch (IOException e) {

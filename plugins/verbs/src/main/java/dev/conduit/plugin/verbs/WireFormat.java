@@ -16,7 +16,7 @@ import java.util.Arrays;
  * <h2>Transport address (the worker address entry)</h2>
  * <pre>
  * field             encoding   rule on decode
- * version           u8         1
+ * version           u8         2 (1 until 2026-12-06: an address without responder.depth)
  * token             16 bytes   random per transport; the wire-up request must present it
  * port              u8         1..255
  * link.layer        u8         0 (unspecified, i.e. InfiniBand), 1 (InfiniBand), 2 (Ethernet: RoCE)
@@ -24,7 +24,10 @@ import java.util.Arrays;
  * gid               16 bytes
  * mtu               u8         enum ibv_mtu, 1..5
  * receive.buffers   u32        2..4096: the credits a sender starts with
- * buffer.size       u32        4096..2^30, a multiple of 64: the largest record one SEND may carry
+ * buffer.size       u32        4096..2^30, a multiple of 64: the largest record one SEND may carry, and the
+ *                              most bytes one RDMA WRITE or READ of the peer moves
+ * responder.depth   u8         1..255: the RDMA READs and atomics the transport's queue pairs take in flight
+ *                              (its device's max_qp_rd_atom, at most 255); a peer keeps no more in flight
  * wireup.host       string     an IPv4 or IPv6 literal (never a name to resolve)
  * wireup.port       u16        1..65535
  * </pre>
@@ -43,7 +46,7 @@ import java.util.Arrays;
  * mtu               u8         1..5
  * credit.address    u64        request only: where the acceptor RDMA-writes the count of re-posted receives; not 0
  * credit.rkey       u32        request only
- * sender.address    u16 length request only: the connector's own transport address (above), 51..114 bytes, decoded
+ * sender.address    u16 length request only: the connector's own transport address (above), 52..115 bytes, decoded
  *                   + bytes    as an address is (its fields named wireup.sender.address.*): what the acceptor's
  *                              senderAddress gives for the connection's messages, so that they can be answered
  * </pre>
@@ -54,6 +57,11 @@ import java.util.Arrays;
  * a refusal), where without the bump it would have read the new field as trailing bytes after
  * {@code credit.rkey} and named no version; a version-2 acceptor refuses a version-1 request the same way.
  *
+ * <p>Address version 2 added {@code responder.depth}. A version-1 address (a peer's, or the
+ * connector's in a wire-up request) is refused naming both versions, as a version-1 process refuses
+ * a version-2 one; without the bump a version-1 reader would have read the field as the first byte
+ * of {@code wireup.host}'s length.
+ *
  * <h2>Region payload</h2> (the plugin's part of an IPC handle of a chunk of the verbs memory provider)
  * <pre>
  * version u8 (1), address u64 (not 0), length u64 (&gt; 0), rkey u32
@@ -61,7 +69,7 @@ import java.util.Arrays;
  */
 final class WireFormat {
 
-    static final int ADDRESS_VERSION = 1;
+    static final int ADDRESS_VERSION = 2;
     static final int TOKEN_LENGTH = 16;
     static final int WIREUP_MAGIC = 0x55575643;
     static final int WIREUP_VERSION = 2;
@@ -71,10 +79,15 @@ final class WireFormat {
     static final int MAX_WIREUP = 256;
     static final int REGION_VERSION = 1;
     static final int MAX_QPN = 0xFF_FFFF;
+    /** The most RDMA READs and atomics in flight a queue pair can be given: {@code max_rd_atomic} and {@code max_dest_rd_atomic} are u8. */
+    static final int MAX_READ_DEPTH = 255;
     /** Longest {@code wireup.host} in an address: an IPv6 literal is at most 45 characters, and a scope id may follow. */
     static final int MAX_HOST = 64;
-    /** An address's bytes before {@code wireup.host}: version, token, port, link layer, LID, GID, MTU, receive buffers, buffer size. */
-    private static final int ADDRESS_FIXED = 1 + TOKEN_LENGTH + 1 + 1 + 2 + 16 + 1 + 4 + 4;
+    /**
+     * An address's bytes before {@code wireup.host}: version, token, port, link layer, LID, GID, MTU, receive buffers, buffer
+     * size, responder depth.
+     */
+    private static final int ADDRESS_FIXED = 1 + TOKEN_LENGTH + 1 + 1 + 2 + 16 + 1 + 4 + 4 + 1;
     /** The shortest address: a host of one character ("0" is 0.0.0.0 to {@link InetAddress#ofLiteral}). */
     static final int MIN_ADDRESS_LENGTH = ADDRESS_FIXED + 2 + 1 + 2;
     /** The longest address: a host of {@link #MAX_HOST} bytes. */
@@ -85,11 +98,11 @@ final class WireFormat {
 
     /** A decoded transport address. */
     record Address(byte[] token, int port, int linkLayer, int lid, byte[] gid, int mtu, int receiveBuffers, int bufferSize,
-                   String host, int tcpPort) {
+                   int responderDepth, String host, int tcpPort) {
 
         byte[] encode() {
             return new PayloadWriter().u8(ADDRESS_VERSION).bytes(token).u8(port).u8(linkLayer).u16(lid).bytes(gid).u8(mtu)
-                    .u32(receiveBuffers).u32(bufferSize).string(host).u16(tcpPort).toByteArray();
+                    .u32(receiveBuffers).u32(bufferSize).u8(responderDepth).string(host).u16(tcpPort).toByteArray();
         }
 
         static Address decode(PayloadReader r) {
@@ -122,6 +135,11 @@ final class WireFormat {
                         + "aligned 8-byte fields): the peer must set " + VerbsConfig.BUFFER_SIZE.nameAndVariable()
                         + " to a multiple of " + VerbsConfig.BUFFER_ALIGNMENT);
             }
+            int responderDepth = r.u8("responder.depth");
+            if (responderDepth == 0) {
+                // A peer whose device takes none refuses to open: a 0 here would reach ibv_modify_qp as max_rd_atomic, an EINVAL.
+                throw r.invalid("responder.depth", "0 RDMA READs and atomics in flight, where a peer takes 1 to " + MAX_READ_DEPTH);
+            }
             String host = r.string("wireup.host", MAX_HOST);
             if (!isIpLiteral(host)) {
                 throw r.invalid("wireup.host", "'" + PayloadReader.printable(host) + "' is not an IPv4 or IPv6 address (names are never resolved)");
@@ -131,7 +149,7 @@ final class WireFormat {
                 throw r.invalid("wireup.port", "TCP port 0");
             }
             r.end("wireup.port");
-            return new Address(token, port, linkLayer, lid, gid, mtu, (int) receiveBuffers, (int) bufferSize, host, tcpPort);
+            return new Address(token, port, linkLayer, lid, gid, mtu, (int) receiveBuffers, (int) bufferSize, responderDepth, host, tcpPort);
         }
     }
 
@@ -216,8 +234,17 @@ final class WireFormat {
                         + MIN_ADDRESS_LENGTH + " to " + MAX_ADDRESS_LENGTH);
             }
             byte[] address = r.bytes("sender.address", length);
-            Address.decode(new PayloadReader(address, 0, length, "wireup.sender.address.", "Conduit verbs wire-up message"));
+            decodeSenderAddress(address);
             return address;
+        }
+
+        /** A request's {@link #senderAddress}, decoded: what the connector's transport announces of itself. */
+        Address sender() {
+            return decodeSenderAddress(senderAddress);
+        }
+
+        private static Address decodeSenderAddress(byte[] address) {
+            return Address.decode(new PayloadReader(address, 0, address.length, "wireup.sender.address.", "Conduit verbs wire-up message"));
         }
     }
 

@@ -512,7 +512,7 @@ class LoopbackTransportTest {
             port = s.getLocalPort();
         }
         byte[] address = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
-                VerbsAbi.IBV_MTU_1024, 64, 8192, "127.0.0.1", port).encode();
+                VerbsAbi.IBV_MTU_1024, 64, 8192, 16, "127.0.0.1", port).encode();
         assertThatThrownBy(() -> a.transport.connect(new PayloadReader(address), c -> { }))
                 .isInstanceOf(ConduitException.class).hasMessageContaining("127.0.0.1:" + port).hasMessageContaining("wire-up listener");
     }
@@ -523,7 +523,7 @@ class LoopbackTransportTest {
         TestWorker b = peer();
         WireFormat.Address real = WireFormat.Address.decode(new PayloadReader(b.transport.address()));
         byte[] stale = new WireFormat.Address(new byte[16], real.port(), real.linkLayer(), real.lid(), real.gid(), real.mtu(),
-                real.receiveBuffers(), real.bufferSize(), real.host(), real.tcpPort()).encode();
+                real.receiveBuffers(), real.bufferSize(), real.responderDepth(), real.host(), real.tcpPort()).encode();
         TransportEndpoint e = a.transport.connect(new PayloadReader(stale), a.failures::add);
         progressUntil(() -> !a.failures.isEmpty(), a, b);
         assertThat(a.failures.getFirst()).hasMessageContaining("before it replied");
@@ -720,7 +720,7 @@ class LoopbackTransportTest {
             buffer.memory().setString(0, "OVERWRITTEN by the acceptor");
             byte[] token = new byte[16];
             byte[] address = new WireFormat.Address(token, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
-                    64, 8192, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
+                    64, 8192, 16, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
             TransportEndpoint e = b.transport.connect(new PayloadReader(address), b.failures::add);
             closing.add(e::close);
             try (SocketChannel s = server.accept()) {
@@ -732,8 +732,8 @@ class LoopbackTransportTest {
                         WireFormat.REQUEST);
                 s.write(ByteBuffer.wrap(WireFormat.Wireup.reply(token, qp.number(), 1, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024).encode()));
                 progressUntil(() -> !((VerbsEndpoint) e).isConnecting(), b);
-                qp.toReadyToReceive(new Verbs.PeerPath(r.qpn(), r.psn(), 0, r.gid(), r.mtu(), true), 1, 0);
-                qp.toReadyToSend(1);
+                qp.toReadyToReceive(new Verbs.PeerPath(r.qpn(), r.psn(), 0, r.gid(), r.mtu(), true), 1, 0, 1);
+                qp.toReadyToSend(1, 1);
 
                 qp.postSend(1, opcode, buffer, 0, opcode == VerbsAbi.IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 32, region.address(), region.rkey(),
                         1, 0);
@@ -760,7 +760,7 @@ class LoopbackTransportTest {
                 .bind(new InetSocketAddress("127.0.0.1", 0))) {
             byte[] token = new byte[16];
             byte[] address = new WireFormat.Address(token, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
-                    64, 8192, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
+                    64, 8192, 16, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
             TransportEndpoint e = b.transport.connect(new PayloadReader(address), b.failures::add);
             closing.add(e::close);
             try (SocketChannel s = server.accept()) {
@@ -803,7 +803,7 @@ class LoopbackTransportTest {
 
     /** The address a {@link RawConnector} announces in its request: nothing listens behind it, only the acceptor's checks of the request matter. */
     static final byte[] ANNOUNCED = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
-            VerbsAbi.IBV_MTU_1024, 64, 8192, "127.0.0.1", 9).encode();
+            VerbsAbi.IBV_MTU_1024, 64, 8192, 16, "127.0.0.1", 9).encode();
 
     private RawConnector rawConnector(TestWorker b, Arena arena) throws Exception {
         return rawConnector(verbs, b, arena);
@@ -831,8 +831,8 @@ class LoopbackTransportTest {
         }, b);
         byte[] body = java.util.Arrays.copyOfRange(reply.array(), 2, reply.position());
         WireFormat.Wireup answer = WireFormat.Wireup.decode(body, WireFormat.REPLY);
-        qp.toReadyToReceive(new Verbs.PeerPath(answer.qpn(), answer.psn(), 0, answer.gid(), answer.mtu(), true), 1, 0);
-        qp.toReadyToSend(1);
+        qp.toReadyToReceive(new Verbs.PeerPath(answer.qpn(), answer.psn(), 0, answer.gid(), answer.mtu(), true), 1, 0, 1);
+        qp.toReadyToSend(1, 1);
         return new RawConnector(channel, qp, buffer, pd, cq);
     }
 
@@ -986,6 +986,94 @@ class LoopbackTransportTest {
         send(e, 1, MemorySegment.NULL, MemorySegment.ofArray(new byte[(4 << 20) - Records.HEADER - Records.MAX_MESSAGE_HEADER]), a, b);
         progressUntil(() -> b.received.size() == 1, a, b);
         assertThat(a.failures).isEmpty();
+    }
+
+    /**
+     * A queue pair takes as many RDMA READs and atomics of its peer in flight as its device's
+     * {@code max_qp_rd_atom} (advertised in its address), and keeps in flight at most its device's
+     * {@code max_qp_init_rd_atom} and the peer's advertised depth, capped at 255 (a u8). Every queue
+     * pair used to be given 1 and 1: one READ or atomic per connection in flight, whatever the devices.
+     */
+    @Test
+    void eachQueuePairKeepsInFlightWhatItsDeviceAndThePeersAdvertisedDepthAllow() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        connected(a.connect(b), a, b);
+        assertThat(verbs.queuePairDepths()).as("acceptor, then connector: 16 and 16 on both devices")
+                .containsExactly(new LoopbackVerbs.Depths(16, 16), new LoopbackVerbs.Depths(16, 16));
+
+        verbs.readAtomicDepths(4, 8);
+        TestWorker small = peer();
+        connected(a.connect(small), a, small);
+        connected(small.connect(a), a, small);
+        assertThat(verbs.queuePairDepths().subList(2, 6)).as("towards a device taking 4: 4; from a device keeping 8: 8").containsExactly(
+                new LoopbackVerbs.Depths(8, 4), new LoopbackVerbs.Depths(4, 16),
+                new LoopbackVerbs.Depths(4, 16), new LoopbackVerbs.Depths(8, 4));
+
+        verbs.readAtomicDepths(300, 1000);
+        TestWorker large = peer();
+        TestWorker larger = peer();
+        TransportEndpoint e = connected(large.connect(larger), large, larger);
+        assertThat(verbs.queuePairDepths().subList(6, 8)).as("at most 255, a u8")
+                .containsExactly(new LoopbackVerbs.Depths(255, 255), new LoopbackVerbs.Depths(255, 255));
+        MemoryProvider memory = larger.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4096);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4096);
+        assertThat(e.fetchAdd(region, 0, 5)).isZero();
+        assertThat(e.compareAndSwap(region, 0, 5, 7)).isEqualTo(5);
+        memory.free(chunk);
+    }
+
+    /**
+     * A device whose queue pairs take or keep no RDMA READ or atomic in flight could do no get or
+     * atomic: the transport refuses to open on it, naming the device, the attribute and its value,
+     * where the 0 used to reach {@code ibv_modify_qp} at the first connection as an EINVAL naming nothing.
+     */
+    @Test
+    void aDeviceThatTakesOrKeepsNoReadOrAtomicInFlightIsRefusedAtOpenNamingTheAttribute() {
+        verbs.readAtomicDepths(0, 16);
+        assertThatThrownBy(() -> peer()).isInstanceOf(ConduitException.class)
+                .hasMessage("verbs: device loop0 reports max_qp_rd_atom 0: its queue pairs take no RDMA READ or atomic of a peer in "
+                        + "flight, which get, fetchAdd and compareAndSwap need: use another device (verbs.device (CONDUIT_VERBS_DEVICE))");
+        verbs.readAtomicDepths(16, 0);
+        assertThatThrownBy(() -> peer()).isInstanceOf(ConduitException.class)
+                .hasMessage("verbs: device loop0 reports max_qp_init_rd_atom 0: its queue pairs keep no RDMA READ or atomic in "
+                        + "flight, which get, fetchAdd and compareAndSwap need: use another device (verbs.device (CONDUIT_VERBS_DEVICE))");
+        assertThat(verbs.queuePairDepths()).isEmpty();
+    }
+
+    /**
+     * Each part of a put or get is at most the smaller of the two sides' buffer sizes: the peer's
+     * is what its port's {@code max_msg_sz} was checked against. Parts of this side's larger buffer
+     * used to go to a peer whose port moves fewer bytes in one work request, which refused each
+     * (IBV_WC_REM_INV_REQ_ERR) and failed the connection.
+     */
+    @Test
+    void putsAndGetsGoInPartsThePeersPortMovesInOneWorkRequest() {
+        verbs.maxMessageSize(64 * 1024);
+        TestWorker b = peer("verbs.buffer.size", "64k");
+        verbs.maxMessageSize(1L << 31);
+        TestWorker a = peer("verbs.buffer.size", "1m", "verbs.send.buffers", "4");
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(512 * 1024);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 512 * 1024);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment source = arena.allocate(300_000);
+            for (int i = 0; i < source.byteSize(); i++) {
+                source.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13));
+            }
+            e.put(source, region, 8);
+            e.flush();
+            assertThat(chunk.segment().asSlice(8, 300_000).mismatch(source)).isEqualTo(-1);
+            MemorySegment back = arena.allocate(300_000);
+            e.get(region, 8, back);
+            assertThat(back.mismatch(source)).isEqualTo(-1);
+        }
+        assertThat(a.failures).isEmpty();
+        memory.free(chunk);
     }
 
     @Test

@@ -53,8 +53,16 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *   <li>on request, {@code ibv_poll_cq} of one completion queue fails: every poll once the device is in
  *       error ({@link #failPollsAfter}), or one poll with an {@link Error} out of the call
  *       ({@link #throwFromNextPoll}).</li>
- *   <li>a work request longer than the port's {@code max_msg_sz} ({@link #maxMessageSize}) fails
- *       with {@code IBV_WC_LOC_LEN_ERR}, as an adapter fails it;</li>
+ *   <li>a work request longer than its port's {@code max_msg_sz} ({@link #maxMessageSize}, of the
+ *       device when it was opened) fails with {@code IBV_WC_LOC_LEN_ERR}, as an adapter fails it;
+ *       an RDMA WRITE or READ longer than the responder's fails both queue pairs, the requester's
+ *       with {@code IBV_WC_REM_INV_REQ_ERR}, as a responder NAKs it;</li>
+ *   <li>each device reports the {@code max_qp_rd_atom} and {@code max_qp_init_rd_atom} set when it
+ *       was opened ({@link #readAtomicDepths}); {@code ibv_modify_qp} to RTR with a
+ *       {@code max_dest_rd_atomic} of 0 or above the first, or to RTS with a {@code max_rd_atomic}
+ *       of 0 or above the second, fails with {@code EINVAL}, as providers refuse them, and what each
+ *       queue pair was given is recorded ({@link #queuePairDepths}). The depth itself is not
+ *       modelled: a READ or atomic acts when it is posted, so none is ever waiting for another;</li>
  *   <li>on request, an asynchronous event of the device ({@link #raise}, {@link #raisePortEvent},
  *       {@link #raiseCompletionQueueEvent}); a queue pair error event puts the queue pair in the
  *       error state first, as the adapter does. {@code takeAsyncEvent} reports one and acknowledges
@@ -106,6 +114,16 @@ final class LoopbackVerbs implements Verbs {
     private int asyncEventsTaken;
     /** The port's {@code max_msg_sz}: 2 GiB, as mlx4, rxe and most providers report. */
     private long maxMessageSize = 1L << 31;
+    /** The device's {@code max_qp_rd_atom} for devices opened from now on: 16, as mlx5 reports. */
+    private int maxQpRdAtom = 16;
+    /** The device's {@code max_qp_init_rd_atom} for devices opened from now on: 16, as mlx5 reports. */
+    private int maxQpInitRdAtom = 16;
+    /** What each queue pair was given, in the order they reached RTS. */
+    private final List<Depths> depths = new ArrayList<>();
+
+    /** The {@code max_rd_atomic} (initiator) and {@code max_dest_rd_atomic} (responder) a queue pair was given. */
+    record Depths(int initiator, int responder) {
+    }
 
     LoopbackVerbs(int atomicCap) {
         this(atomicCap, 1 << 20);
@@ -288,9 +306,27 @@ final class LoopbackVerbs implements Verbs {
         ((Cq) queue).device.asyncEvents.add(new AsyncEvent(IBV_EVENT_CQ_ERR, null, queue, 0));
     }
 
-    /** Makes the port's {@code max_msg_sz} {@code bytes}, for devices opened from now on and the work requests of all. */
+    /** Makes the port's {@code max_msg_sz} {@code bytes}, for devices opened from now on. */
     synchronized void maxMessageSize(long bytes) {
         maxMessageSize = bytes;
+    }
+
+    /**
+     * Makes the devices opened from now on report {@code max_qp_rd_atom} {@code responder} and
+     * {@code max_qp_init_rd_atom} {@code initiator}: each worker of a test opens its own device
+     * context, so two workers can have devices of different limits.
+     */
+    synchronized void readAtomicDepths(int responder, int initiator) {
+        maxQpRdAtom = responder;
+        maxQpInitRdAtom = initiator;
+    }
+
+    /**
+     * The depths each queue pair was given, in the order they reached RTS: of a connection, the
+     * acceptor's, then the connector's, which reaches RTS when it reads the acceptor's reply.
+     */
+    synchronized List<Depths> queuePairDepths() {
+        return List.copyOf(depths);
     }
 
     /** Asynchronous events raised and not taken yet. */
@@ -336,16 +372,19 @@ final class LoopbackVerbs implements Verbs {
         final ArrayDeque<AsyncEvent> asyncEvents = new ArrayDeque<>();
         /** Whether {@link #detach} detached it: its events read {@code EIO}. */
         boolean detached;
+        final int maxQpRdAtom = LoopbackVerbs.this.maxQpRdAtom;
+        final int maxQpInitRdAtom = LoopbackVerbs.this.maxQpInitRdAtom;
+        final long maxMessageSize = LoopbackVerbs.this.maxMessageSize;
 
         @Override
         public DeviceAttributes attributes() {
-            return new DeviceAttributes("loopback", 1L, 0, 0, 1024, maxCqe, 1L << 40, atomicCap, 1);
+            return new DeviceAttributes("loopback", 1L, 0, 0, 1024, maxCqe, 1L << 40, atomicCap, 1, maxQpRdAtom, maxQpInitRdAtom);
         }
 
         @Override
         public PortAttributes port(int port) {
             synchronized (LoopbackVerbs.this) {
-                return new PortAttributes(IBV_PORT_ACTIVE, IBV_MTU_4096, IBV_MTU_1024, 4, 0, 5, IBV_LINK_LAYER_ETHERNET, maxMessageSize);
+                return new PortAttributes(IBV_PORT_ACTIVE, IBV_MTU_4096, IBV_MTU_1024, 4, 0, 5, IBV_LINK_LAYER_ETHERNET, this.maxMessageSize);
             }
         }
 
@@ -604,6 +643,7 @@ final class LoopbackVerbs implements Verbs {
         int destination;
         int eventsReported;
         int eventsAcknowledged;
+        int responderDepth;
 
         Qp(Pd pd, Cq sendQueue, Cq receiveQueue, int number) {
             this.pd = pd;
@@ -632,18 +672,28 @@ final class LoopbackVerbs implements Verbs {
         }
 
         @Override
-        public void toReadyToReceive(PeerPath peer, int port, int gidIndex) {
+        public void toReadyToReceive(PeerPath peer, int port, int gidIndex, int responderDepth) {
             synchronized (LoopbackVerbs.this) {
                 expect(IBV_QPS_INIT, "RTR");
+                if (responderDepth < 1 || responderDepth > pd.device.maxQpRdAtom) {
+                    throw new ErrnoException("ibv_modify_qp", Errno.EINVAL, "loop0", "qp " + number + " to RTR with max_dest_rd_atomic "
+                            + responderDepth + " (max_qp_rd_atom " + pd.device.maxQpRdAtom + ")");
+                }
+                this.responderDepth = responderDepth;
                 destination = peer.queuePair();
                 state = IBV_QPS_RTR;
             }
         }
 
         @Override
-        public void toReadyToSend(int packetSequence) {
+        public void toReadyToSend(int packetSequence, int initiatorDepth) {
             synchronized (LoopbackVerbs.this) {
                 expect(IBV_QPS_RTR, "RTS");
+                if (initiatorDepth < 1 || initiatorDepth > pd.device.maxQpInitRdAtom) {
+                    throw new ErrnoException("ibv_modify_qp", Errno.EINVAL, "loop0", "qp " + number + " to RTS with max_rd_atomic "
+                            + initiatorDepth + " (max_qp_init_rd_atom " + pd.device.maxQpInitRdAtom + ")");
+                }
+                depths.add(new Depths(initiatorDepth, responderDepth));
                 state = IBV_QPS_RTS;
             }
         }
@@ -695,7 +745,7 @@ final class LoopbackVerbs implements Verbs {
                     sendQueue.add(new Wc(requestId, IBV_WC_WR_FLUSH_ERR, opcode, 0, number));
                     return;
                 }
-                if (length > maxMessageSize) {
+                if (length > pd.device.maxMessageSize) {
                     fail(requestId, opcode, IBV_WC_LOC_LEN_ERR);
                     return;
                 }
@@ -728,6 +778,10 @@ final class LoopbackVerbs implements Verbs {
                         boolean atomic = needed == IBV_ACCESS_REMOTE_ATOMIC;
                         Mr target = regions.get(remoteKey);
                         long at = target == null ? -1 : remoteAddress - target.memory.address();
+                        if (!atomic && length > peer.pd.device.maxMessageSize) {
+                            failBoth(peer, requestId, opcode, IBV_WC_REM_INV_REQ_ERR);
+                            return;
+                        }
                         if (target == null || target.pd != peer.pd || (target.access & needed) == 0 || (peer.access & needed) == 0
                                 || at < 0 || at + length > target.memory.byteSize() || atomic && (length != 8 || (remoteAddress & 7) != 0)) {
                             failBoth(peer, requestId, opcode, IBV_WC_REM_ACCESS_ERR);

@@ -21,7 +21,7 @@ class WireFormatTest {
     }
 
     private static WireFormat.Address address() {
-        return new WireFormat.Address(TOKEN, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, GID, VerbsAbi.IBV_MTU_1024, 64, 8192, "10.0.0.2", 4791);
+        return new WireFormat.Address(TOKEN, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, GID, VerbsAbi.IBV_MTU_1024, 64, 8192, 16, "10.0.0.2", 4791);
     }
 
     private static WireFormat.Address decodeAddress(byte[] bytes) {
@@ -45,7 +45,7 @@ class WireFormatTest {
         assertThat(a.host()).isEqualTo("10.0.0.2");
         assertThat(a.tcpPort()).isEqualTo(4791);
         assertThat(a.receiveBuffers()).isEqualTo(64);
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 1, 7, GID, 5, 2, 4096, "fe80::1", 1).encode()).host())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 1, 7, GID, 5, 2, 4096, 16, "fe80::1", 1).encode()).host())
                 .isEqualTo("fe80::1");
     }
 
@@ -56,7 +56,7 @@ class WireFormatTest {
         assertThat(fieldOf(() -> decodeAddress(Arrays.copyOf(good, good.length + 1)))).isEqualTo("address.verbs.wireup.port");
         assertThat(fieldOf(() -> decodeAddress(new byte[0]))).isEqualTo("address.verbs.version");
         byte[] version = good.clone();
-        version[0] = 2;
+        version[0] = WireFormat.ADDRESS_VERSION + 1;
         assertThat(fieldOf(() -> decodeAddress(version))).isEqualTo("address.verbs.version");
         byte[] port = good.clone();
         port[17] = 0;
@@ -67,35 +67,77 @@ class WireFormatTest {
         byte[] mtu = good.clone();
         mtu[1 + 16 + 1 + 1 + 2 + 16] = 6;
         assertThat(fieldOf(() -> decodeAddress(mtu))).isEqualTo("address.verbs.mtu");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 1, 8192, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 1, 8192, 16, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.receive.buffers");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 100, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 100, 16, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
         // Records start at multiples of the buffer size and hold 8-byte fields: 4100 would misalign them.
-        assertThatThrownBy(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4100, "10.0.0.2", 1).encode()))
+        assertThatThrownBy(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4100, 16, "10.0.0.2", 1).encode()))
                 .isInstanceOf(InvalidHandleException.class).hasMessageContaining("address.verbs.buffer.size")
                 .hasMessageContaining("not a multiple of 64").hasMessageContaining("verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE)");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4160, "10.0.0.2", 1).encode()).bufferSize())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4160, 16, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(4160);
         // Each bound holds at its edge: the last value in, the first one out.
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 3, 0, GID, 3, 8, 8192, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 3, 0, GID, 3, 8, 8192, 16, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.link.layer");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4096, 8192, "10.0.0.2", 1).encode()).receiveBuffers())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4096, 8192, 16, "10.0.0.2", 1).encode()).receiveBuffers())
                 .isEqualTo(4096);
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4097, 8192, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4097, 8192, 16, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.receive.buffers");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096, "10.0.0.2", 1).encode()).bufferSize())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096, 16, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(4096);
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096 - 64, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096 - 64, 16, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 1 << 30, "10.0.0.2", 1).encode()).bufferSize())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 1 << 30, 16, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(1 << 30);
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, (1 << 30) + 64, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, (1 << 30) + 64, 16, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "evil.example", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "evil.example", 1).encode())))
                 .isEqualTo("address.verbs.wireup.host");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "10.0.0.2", 0).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "10.0.0.2", 0).encode())))
                 .isEqualTo("address.verbs.wireup.port");
+    }
+
+    /**
+     * Address version 2 added the responder depth: the RDMA READs and atomics the peer's queue
+     * pairs take in flight, which a connection keeps no more than in flight towards it. It is
+     * carried from 1 to 255 (a u8, as the queue pair attribute); a 0 would reach
+     * {@code ibv_modify_qp} as {@code max_rd_atomic} and is refused naming the field, also inside a
+     * request's connector address.
+     */
+    @Test
+    void anAddressCarriesItsResponderDepthAndAZeroIsRefusedNamingIt() {
+        assertThat(decodeAddress(address().encode()).responderDepth()).isEqualTo(16);
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 1, "10.0.0.2", 1).encode()).responderDepth())
+                .isEqualTo(1);
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 255, "10.0.0.2", 1).encode()).responderDepth())
+                .isEqualTo(255);
+        byte[] none = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 0, "10.0.0.2", 1).encode();
+        assertThat(catchInvalid(() -> decodeAddress(none)))
+                .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.responder.depth"))
+                .hasMessageContaining("0 RDMA READs and atomics in flight, where a peer takes 1 to 255");
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, none).encode()))))
+                .isEqualTo("wireup.sender.address.responder.depth");
+        assertThat(decodeRequest(body(request(5, 1, 3, 8).encode())).sender().responderDepth()).as("the connector's, for its acceptor")
+                .isEqualTo(16);
+    }
+
+    /**
+     * An address of version 1, an older Conduit's (no responder depth), is refused by its version,
+     * naming both and which side to upgrade; read as a version-2 address its host length would have
+     * been taken for the depth.
+     */
+    @Test
+    void anAddressOfTheFormerVersionIsRefusedNamingBothVersions() {
+        byte[] version1 = new PayloadWriter().u8(1).bytes(TOKEN).u8(1).u8(2).u16(0).bytes(GID).u8(3).u32(64).u32(8192).string("10.0.0.2")
+                .u16(4791).toByteArray();
+        assertThat(catchInvalid(() -> decodeAddress(version1)))
+                .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.version"))
+                .hasMessageContaining("verbs address version 1, where this process's Conduit reads only version 2: the peer runs an older "
+                        + "Conduit than this process; upgrade the peer");
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, version1).encode())))).as("a version-1 connector's request")
+                .isEqualTo("wireup.sender.address.version");
+        assertThat(WireFormat.ADDRESS_VERSION).isEqualTo(2);
     }
 
     private static byte[] body(byte[] framed) {
@@ -157,8 +199,8 @@ class WireFormatTest {
      */
     @Test
     void theConnectorsAddressInARequestIsValidatedAsAnAddressAndEveryBadPartIsNamed() {
-        byte[] shortest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "0", 1).encode();
-        byte[] longest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "fe80::1%" + "e".repeat(WireFormat.MAX_HOST - 8), 1)
+        byte[] shortest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "0", 1).encode();
+        byte[] longest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "fe80::1%" + "e".repeat(WireFormat.MAX_HOST - 8), 1)
                 .encode();
         assertThat(shortest.length).isEqualTo(WireFormat.MIN_ADDRESS_LENGTH);
         assertThat(longest.length).isEqualTo(WireFormat.MAX_ADDRESS_LENGTH);
@@ -174,12 +216,12 @@ class WireFormatTest {
         byte[] tooLong = Arrays.copyOf(longest, longest.length + 1);
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, tooLong).encode())))).isEqualTo("wireup.sender.address");
         // A bad field inside the address is named inside it.
-        byte[] named = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "evil.example", 1).encode();
+        byte[] named = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "evil.example", 1).encode();
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, named).encode())))).isEqualTo("wireup.sender.address.wireup.host");
-        byte[] portZero = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, "10.0.0.2", 0).encode();
+        byte[] portZero = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "10.0.0.2", 0).encode();
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, portZero).encode())))).isEqualTo("wireup.sender.address.wireup.port");
         byte[] otherVersion = address().encode();
-        otherVersion[0] = 2;
+        otherVersion[0] = WireFormat.ADDRESS_VERSION + 1;
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, otherVersion).encode())))).isEqualTo("wireup.sender.address.version");
         // An address whose own length disagrees with the length before it: bytes left over inside the field.
         byte[] padded = Arrays.copyOf(address().encode(), address().encode().length + 1);
