@@ -120,13 +120,15 @@ final class VerbsProbe {
                 + ", vendor 0x" + Integer.toHexString(a.vendorId()) + " part " + a.vendorPartId()
                 + ", " + a.physicalPorts() + (a.physicalPorts() == 1 ? " port" : " ports")
                 + ", max_qp " + a.maxQp() + ", max_cqe " + a.maxCqe() + ", max_mr_size " + Long.toUnsignedString(a.maxMrSize())
-                + ", atomics " + VerbsAbi.atomics(a.atomicCap());
+                + ", atomics " + VerbsAbi.atomics(a.atomicCap()) + ", max_qp_rd_atom " + a.maxQpRdAtom()
+                + ", max_qp_init_rd_atom " + a.maxQpInitRdAtom();
     }
 
     static String describe(Verbs.PortAttributes p) {
         int mtu = VerbsAbi.mtuBytes(p.activeMtu());
         return VerbsAbi.portState(p.state()) + ", link layer " + VerbsAbi.linkLayer(p.linkLayer()) + ", lid " + p.lid()
-                + ", active mtu " + (mtu == 0 ? "enum " + p.activeMtu() : mtu) + ", gid table " + p.gidTableLength();
+                + ", active mtu " + (mtu == 0 ? "enum " + p.activeMtu() : mtu) + ", max_msg_sz " + Long.toUnsignedString(p.maxMessageSize())
+                + ", gid table " + p.gidTableLength();
     }
 
     /** As ibv_devinfo prints it: four groups of four hex digits. */

@@ -32,7 +32,7 @@ final class FakeVerbs implements Verbs {
     }
 
     static DeviceAttributes attributes(int ports) {
-        return new DeviceAttributes("1.2.3", 0x0002c90300a0b0c0L, 0x2c9, 4119, 262144, 4194303, -1L, VerbsAbi.IBV_ATOMIC_HCA, ports, 16, 16);
+        return new DeviceAttributes("1.2.3", 0x0002c90300a0b0c0L, 0x2c9, 4119, 262144, 4194303, -1L, VerbsAbi.IBV_ATOMIC_HCA, ports, 16, 8);
     }
 
     static PortAttributes port(int state, int linkLayer) {

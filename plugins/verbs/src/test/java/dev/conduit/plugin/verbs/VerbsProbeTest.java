@@ -91,7 +91,7 @@ class VerbsProbeTest {
         Availability a = probe(verbs);
         assertThat(a.isAvailable()).isFalse();
         assertThat(a.reason()).startsWith("no active RDMA port (mlx5_0 port 1 DOWN, mlx5_0 port 2 INIT): bring a link up");
-        assertThat(a.details()).containsEntry("mlx5_0 port 1", "DOWN, link layer InfiniBand, lid 7, active mtu 1024, gid table 2");
+        assertThat(a.details()).containsEntry("mlx5_0 port 1", "DOWN, link layer InfiniBand, lid 7, active mtu 1024, max_msg_sz 1073741824, gid table 2");
         assertThat(verbs.closed).containsExactly("mlx5_0");
     }
 
@@ -116,8 +116,8 @@ class VerbsProbeTest {
                 Map.entry("library", "libibverbs.so.1"),
                 Map.entry("devices", "rxe0, mlx4_0"),
                 Map.entry("rxe0", "node guid 0002:c903:00a0:b0c0, firmware 1.2.3, vendor 0x2c9 part 4119, 1 port, max_qp 262144, "
-                        + "max_cqe 4194303, max_mr_size 18446744073709551615, atomics HCA"),
-                Map.entry("rxe0 port 1", "ACTIVE, link layer Ethernet, lid 7, active mtu 1024, gid table 2"),
+                        + "max_cqe 4194303, max_mr_size 18446744073709551615, atomics HCA, max_qp_rd_atom 16, max_qp_init_rd_atom 8"),
+                Map.entry("rxe0 port 1", "ACTIVE, link layer Ethernet, lid 7, active mtu 1024, max_msg_sz 1073741824, gid table 2"),
                 Map.entry("rxe0 port 1 gid[0]", "fe80:0000:0000:0000:5054:00ff:fe12:3456"),
                 Map.entry("mlx4_0", "unusable: ibv_open_device(mlx4_0): EACCES (Permission denied): check the permissions of /dev/infiniband/uverbs*"));
     }
