@@ -34,9 +34,11 @@ import java.security.MessageDigest;
  *       needs as many free peer buffers (and own buffers) as its message has records, or returns
  *       {@code false}, all or nothing.</li>
  *   <li><b>RMA</b>: put copies the source through send buffers into RDMA WRITEs and returns once
- *       they are posted (flush waits for their completions); get RDMA-READs into send buffers and
- *       copies out, one part after the other; each part is at most the smaller of the two sides'
- *       buffer sizes, which both ports move in one work request; fetch-add and compare-and-swap
+ *       they are posted (flush waits for their completions); get keeps as many RDMA READs into send
+ *       buffers in flight as its queue pair's {@code max_rd_atomic} and its send buffers allow, and
+ *       copies each part out once its READ completed, in posting order, its buffer the get's until
+ *       then; each part is at most the smaller of the two sides' buffer sizes, which both ports
+ *       move in one work request; fetch-add and compare-and-swap
  *       are verbs atomics on an 8-byte send buffer.
  *       Targets are regions of the peer's verbs memory provider: their handle carries the chunk's
  *       registered address and remote key.</li>
@@ -61,6 +63,13 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     private final int[] freeSlots;
     private int freeCount;
     private final boolean[] done;
+    /**
+     * The send buffers that hold a part of a get not copied out yet: their completion leaves them
+     * taken, and the get gives them back ({@link #giveBack}) once it copied them.
+     */
+    private final boolean[] awaitingCopy;
+    /** The RDMA READs and atomics its queue pair keeps in flight ({@code max_rd_atomic}), and so the parts a get has in flight. */
+    private final int readDepth;
     private final int psn;
     private final long started = System.nanoTime();
     private final ByteBuffer replyLength = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN);
@@ -95,6 +104,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         }
         this.freeCount = slots;
         this.done = new boolean[slots];
+        this.awaitingCopy = new boolean[slots];
+        this.readDepth = transport.domain.initiatorDepth(peer.responderDepth());
     }
 
     /**
@@ -199,7 +210,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                 return fail(Reason.DAMAGED, "the wire-up reply names another transport (token mismatch)");
             }
             qp.toReadyToReceive(transport.path(reply), transport.domain.port(), transport.domain.gidIndex(), transport.domain.responderDepth());
-            qp.toReadyToSend(psn, transport.domain.initiatorDepth(peer.responderDepth()));
+            qp.toReadyToSend(psn, readDepth);
             state = State.CONNECTED;
             return 1;
         } catch (InvalidHandleException e) {
@@ -282,8 +293,10 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         if (index < 0 || index >= slots) {
             return;
         }
-        freeSlots[freeCount++] = index;
         done[index] = true;
+        if (!awaitingCopy[index]) {
+            freeSlots[freeCount++] = index;
+        }
         if (status != VerbsAbi.IBV_WC_SUCCESS) {
             fail(Reason.UNKNOWN, "a work request failed: " + Completion.status(status) + ", vendor error 0x" + Integer.toHexString(vendorError));
         }
@@ -409,7 +422,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         MemorySegment buffers = ring.memory();
         long parts = parts(length);
         for (long i = 0; i < parts; i++) {
-            long first = (lastFirst ? parts - 1 - i : i) * recordSize;
+            long first = partStart(i, parts, lastFirst);
             int part = (int) Math.min(length - first, recordSize);
             int slot = takeSlot();
             long at = (long) slot * transport.bufferSize;
@@ -418,6 +431,14 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         }
     }
 
+    /**
+     * RDMA-READs the parts into send buffers, up to {@link #readDepth} of them in flight (and no
+     * more buffers than there are), and copies each out when its READ completed, in the order they
+     * were posted, posting the next part in its place. A get that throws (its peer failed, a READ
+     * was refused) has copied out a run of its first parts in that order, possibly none, and left
+     * the rest of {@code destination} as it was; the buffers of parts still in flight come back
+     * with their completions, as a put's do.
+     */
     @Override
     public void get(RemoteRegion source, long offset, MemorySegment destination) {
         long length = destination.byteSize();
@@ -425,19 +446,49 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         boolean lastFirst = destination.isNative() && lastPartFirst(remote, destination.address(), length);
         MemorySegment buffers = ring.memory();
         long parts = parts(length);
-        for (long i = 0; i < parts; i++) {
-            long first = (lastFirst ? parts - 1 - i : i) * recordSize;
-            int part = (int) Math.min(length - first, recordSize);
-            int slot = takeSlot();
-            long at = (long) slot * transport.bufferSize;
-            post(slot, VerbsAbi.IBV_WR_RDMA_READ, at, part, remote + first, lastPayload.rkey(), 0, 0);
-            awaitDone(slot);
-            MemorySegment.copy(buffers, at, destination, first, part);
+        // The buffers of the parts in flight, in posting order, each slot of the ring reused by the part posted in its place.
+        int[] inFlight = new int[(int) Math.min(parts, Math.min(readDepth, slots))];
+        long posted = 0;
+        long copied = 0;
+        try {
+            while (copied < parts) {
+                while (posted < parts && posted - copied < inFlight.length) {
+                    long first = partStart(posted, parts, lastFirst);
+                    int slot = takeSlot();
+                    post(slot, VerbsAbi.IBV_WR_RDMA_READ, (long) slot * transport.bufferSize, (int) Math.min(length - first, recordSize),
+                            remote + first, lastPayload.rkey(), 0, 0);
+                    awaitingCopy[slot] = true;
+                    inFlight[(int) (posted++ % inFlight.length)] = slot;
+                }
+                int slot = inFlight[(int) (copied % inFlight.length)];
+                awaitDone(slot);
+                long first = partStart(copied, parts, lastFirst);
+                MemorySegment.copy(buffers, (long) slot * transport.bufferSize, destination, first, Math.min(length - first, recordSize));
+                giveBack(slot);
+                copied++;
+            }
+        } finally {
+            for (long i = copied; i < posted; i++) {
+                giveBack(inFlight[(int) (i % inFlight.length)]);
+            }
         }
     }
 
+    /** Frees the buffer of a get's part: at once if its READ completed, else when its completion comes. */
+    private void giveBack(int slot) {
+        awaitingCopy[slot] = false;
+        if (done[slot]) {
+            freeSlots[freeCount++] = slot;
+        }
+    }
+
+    /** Where the {@code index}th part of a put or get of {@code parts} starts, in the order they go. */
+    private long partStart(long index, long parts, boolean lastFirst) {
+        return (lastFirst ? parts - 1 - index : index) * recordSize;
+    }
+
     /**
-     * How many send buffers a put or get of {@code length} bytes goes through, one after the other:
+     * How many send buffers a put or get of {@code length} bytes goes through:
      * each part at most {@link #recordSize}, the peer's {@code buffer.size} too, which its port's
      * {@code max_msg_sz} moves in one work request (it checked that at its open), where this
      * side's buffer may be larger than the peer's port moves.
@@ -453,6 +504,11 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
      * written would overwrite source bytes of the next before they are read. The order copies what
      * {@code MemorySegment.copy} and the shared-memory transports copy. Addresses of two processes
      * compared this way only choose an order, which is otherwise free.
+     *
+     * <p>A get's READs in flight keep that copy: each part is copied out after its own READ
+     * completed, and a copy-out of one part overwrites source bytes of that part and of those
+     * before it in this order only (the destination is shifted away from the parts still to come),
+     * all of them read already, never those of the parts whose READs are still in flight.
      */
     private static boolean lastPartFirst(long from, long to, long length) {
         return to > from && to - from < length;
@@ -483,7 +539,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         int slot = takeSlot();
         long at = (long) slot * transport.bufferSize;
         post(slot, opcode, at, 8, remote, lastPayload.rkey(), compareAdd, swap);
-        awaitDone(slot);
+        awaitDone(slot); // its buffer, free again with the completion, is read before anything takes one
         return ring.memory().get(ValueLayout.JAVA_LONG, at);
     }
 
@@ -591,6 +647,11 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     /** The credit word's memory, for tests that write it as a broken peer would. */
     MemorySegment creditWordMemory() {
         return creditWord.memory();
+    }
+
+    /** The send buffers free now, for tests of what a failed get gives back. */
+    int freeSendBuffers() {
+        return freeCount;
     }
 
     /** The wire-up socket, for tests of its options. */

@@ -183,11 +183,17 @@ class LoopbackTransportTest {
      * A put or get whose local segment overlaps the peer's region (the peer is this process) copies
      * as MemorySegment.copy and the shared-memory transports do, as if through a temporary buffer,
      * whichever way they overlap. Cut into send buffers first to last, a copy to a higher address
-     * used to read, from its second buffer on, bytes its first had already written.
+     * used to read, from its second buffer on, bytes its first had already written. A get keeps
+     * two READs in flight here, fewer than its three parts, and they complete a window at a time:
+     * a part's READ is posted after an earlier part was copied out, which, in the wrong order,
+     * overwrote bytes it reads.
      */
     @Test
     void aPutOrGetOverlappingThePeersRegionInThisProcessCopiesAsIfThroughATemporaryBuffer() {
+        verbs.holdReadsUntilPolled();
+        verbs.readAtomicDepths(16, 2);
         TestWorker a = peer("verbs.buffer.size", "4k");
+        verbs.readAtomicDepths(16, 16);
         TestWorker b = peer();
         TransportEndpoint e = connected(a.connect(b), a, b);
         MemoryProvider memory = b.memory();
@@ -1073,6 +1079,81 @@ class LoopbackTransportTest {
             assertThat(back.mismatch(source)).isEqualTo(-1);
         }
         assertThat(a.failures).isEmpty();
+        memory.free(chunk);
+    }
+
+    /**
+     * A get keeps as many RDMA READs in flight as its queue pair's {@code max_rd_atomic} and its
+     * send buffers allow, and each part's buffer stays the get's until its bytes are copied out.
+     * The READs come back a window at a time here, and every part has its own bytes. A get used to
+     * wait for each part before it posted the next (one READ in flight whatever the depth); and a
+     * buffer freed with its completion, as a put's is, would be taken for a later part's READ
+     * before its own bytes were copied out.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "max_rd_atomic {0}, {1} send buffers: {2} in flight")
+    @org.junit.jupiter.params.provider.CsvSource({"1, 64, 1", "4, 64, 4", "16, 8, 8"})
+    void aGetKeepsItsPartsInFlightUpToItsReadDepthAndItsSendBuffersAndReturnsThePeersBytes(int depth, int sendBuffers, int inFlight) {
+        verbs.holdReadsUntilPolled();
+        verbs.readAtomicDepths(16, depth);
+        TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", String.valueOf(sendBuffers));
+        verbs.readAtomicDepths(16, 16);
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(256 * 1024);
+        MemorySegment peerBytes = chunk.segment();
+        for (int i = 0; i < peerBytes.byteSize(); i++) {
+            peerBytes.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13 + i / 4096)); // i * 13 alone repeats every 4 KiB part
+        }
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 256 * 1024);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment back = arena.allocate(200_000);
+            e.get(region, 8, back);
+            assertThat(back.mismatch(peerBytes.asSlice(8, 200_000))).as("first byte of the 49 parts that differs from the peer's").isEqualTo(-1);
+        }
+        assertThat(verbs.mostReadsInFlight()).as("READs in flight at once: the fewer of max_rd_atomic and the send buffers").isEqualTo(inFlight);
+        e.flush();
+        assertThat(a.failures).isEmpty();
+        memory.free(chunk);
+    }
+
+    /**
+     * A READ refused in the middle of a get's window (a handle claiming more than the peer
+     * registered: the parts past its end) fails the endpoint, and the get throws it, having
+     * copied a run of its first parts and left the rest of the destination as it was. Every send
+     * buffer comes back, those of the parts copied and those still in flight when it failed: they
+     * used to stay taken, and a later flush or close would wait for them.
+     */
+    @Test
+    void aGetWhoseReadIsRefusedMidWayThrowsKeepsItsFirstPartsCopiedAndGivesBackEverySendBuffer() {
+        verbs.holdReadsUntilPolled();
+        TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "16");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(20 * 4096);
+        MemorySegment peerBytes = chunk.segment();
+        for (int i = 0; i < peerBytes.byteSize(); i++) {
+            peerBytes.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13 + i / 4096 + 1)); // no zero byte in any part
+        }
+        WireFormat.Region registered = WireFormat.Region.decode(TestWorker.region(memory, chunk, 0, 20 * 4096).payload());
+        byte[] claimingMore = new WireFormat.Region(registered.address(), 32 * 4096, registered.rkey()).encode();
+        RemoteRegion region = new TestWorker.TestRegion(VerbsPlugin.NAME, 0, 32 * 4096, claimingMore);
+        // On the heap: the address of a native destination could make its parts go last first (lastPartFirst).
+        MemorySegment back = MemorySegment.ofArray(new byte[32 * 4096]);
+        assertThatThrownBy(() -> e.get(region, 0, back)).isInstanceOf(PeerFailedException.class).hasMessageContaining("IBV_WC_REM_ACCESS_ERR");
+        int copied = 0;
+        while (copied < 20 && back.asSlice(copied * 4096L, 4096).mismatch(peerBytes.asSlice(copied * 4096L, 4096)) == -1) {
+            copied++;
+        }
+        assertThat(copied).as("parts copied before the failure: some, up to the last the peer registered").isBetween(1, 20);
+        assertThat(back.asSlice(copied * 4096L).mismatch(MemorySegment.ofArray(new byte[(32 - copied) * 4096])))
+                .as("first byte past the " + copied + " parts copied that is not as it was (zero)").isEqualTo(-1);
+        assertThat(((VerbsEndpoint) e).freeSendBuffers()).as("send buffers free after the failed get").isEqualTo(16);
+        assertThatThrownBy(e::flush).isInstanceOf(PeerFailedException.class);
+        progressUntil(() -> a.failures.size() == 1, a, b);
         memory.free(chunk);
     }
 

@@ -23,7 +23,7 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  * A <b>simulation</b> of an RDMA device behind the {@link Verbs} interface, for tests of the
  * transport's logic on machines without RDMA hardware. It is not a device and proves nothing about
  * {@link FfmVerbs} or a provider: it runs in one JVM, delivers a work request the moment it is
- * posted, and models only what the transport relies on:
+ * posted (unless asked to hold it), and models only what the transport relies on:
  *
  * <ul>
  *   <li>a SEND consumes the destination queue pair's oldest posted receive and completes on both
@@ -61,8 +61,14 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       was opened ({@link #readAtomicDepths}); {@code ibv_modify_qp} to RTR with a
  *       {@code max_dest_rd_atomic} of 0 or above the first, or to RTS with a {@code max_rd_atomic}
  *       of 0 or above the second, fails with {@code EINVAL}, as providers refuse them, and what each
- *       queue pair was given is recorded ({@link #queuePairDepths}). The depth itself is not
- *       modelled: a READ or atomic acts when it is posted, so none is ever waiting for another;</li>
+ *       queue pair was given is recorded ({@link #queuePairDepths});</li>
+ *   <li>on request ({@link #holdReadsUntilPolled}), an RDMA READ or atomic, and every work request
+ *       its queue pair posts after it, acts and completes only when its send queue is next polled,
+ *       all together in posting order, as an adapter's READ responses come back while the
+ *       requester does other work: what a transport posts between two polls is in flight at once.
+ *       The most READs and atomics one queue pair had in flight is recorded
+ *       ({@link #mostReadsInFlight}), not limited: an adapter holds back those beyond its
+ *       {@code max_rd_atomic}, which a transport that keeps within it never sees;</li>
  *   <li>on request, an asynchronous event of the device ({@link #raise}, {@link #raisePortEvent},
  *       {@link #raiseCompletionQueueEvent}); a queue pair error event puts the queue pair in the
  *       error state first, as the adapter does. {@code takeAsyncEvent} reports one and acknowledges
@@ -120,6 +126,9 @@ final class LoopbackVerbs implements Verbs {
     private int maxQpInitRdAtom = 16;
     /** What each queue pair was given, in the order they reached RTS. */
     private final List<Depths> depths = new ArrayList<>();
+    /** Whether READs and atomics wait for a poll of their send queue ({@link #holdReadsUntilPolled}). */
+    private boolean holdReads;
+    private int mostReadsInFlight;
 
     /** The {@code max_rd_atomic} (initiator) and {@code max_dest_rd_atomic} (responder) a queue pair was given. */
     record Depths(int initiator, int responder) {
@@ -327,6 +336,20 @@ final class LoopbackVerbs implements Verbs {
      */
     synchronized List<Depths> queuePairDepths() {
         return List.copyOf(depths);
+    }
+
+    /**
+     * From now on an RDMA READ or atomic, and every work request its queue pair posts after it,
+     * acts (the READ's bytes land) and completes only when its send queue is next polled, all
+     * those of the queue pair together and in posting order.
+     */
+    synchronized void holdReadsUntilPolled() {
+        holdReads = true;
+    }
+
+    /** The most RDMA READs and atomics one queue pair had in flight at once, held by {@link #holdReadsUntilPolled}. */
+    synchronized int mostReadsInFlight() {
+        return mostReadsInFlight;
     }
 
     /** Asynchronous events raised and not taken yet. */
@@ -599,6 +622,11 @@ final class LoopbackVerbs implements Verbs {
         public int poll(Completions into) {
             synchronized (LoopbackVerbs.this) {
                 maybeFailPoll(this);
+                for (Qp qp : List.copyOf(queuePairs.values())) {
+                    if (qp.sendQueue == this) {
+                        qp.actHeld();
+                    }
+                }
                 int n = 0;
                 while (n < into.capacity() && !entries.isEmpty()) {
                     Wc wc = entries.poll();
@@ -644,6 +672,9 @@ final class LoopbackVerbs implements Verbs {
         int eventsReported;
         int eventsAcknowledged;
         int responderDepth;
+        /** The work requests {@link #holdReadsUntilPolled} holds, in posting order. */
+        final ArrayDeque<Runnable> held = new ArrayDeque<>();
+        int readsInFlight;
 
         Qp(Pd pd, Cq sendQueue, Cq receiveQueue, int number) {
             this.pd = pd;
@@ -732,75 +763,99 @@ final class LoopbackVerbs implements Verbs {
                     throw new ErrnoException("ibv_post_send", Errno.EINVAL, "loop0", "qp " + number + " not in RTS");
                 }
                 if (opcode == VerbsAbi.IBV_WR_RDMA_WRITE) maybeFail("ibv_post_send", "loop0 qp " + number + " RDMA write");
-                Mr local = (Mr) region;
-                // As an adapter checks a work request's local buffer: registered, in bounds, in this queue pair's protection
-                // domain, and writable locally where the adapter writes it (the result of a read or an atomic).
-                boolean adapterWrites = opcode == IBV_WR_RDMA_READ || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
-                if (offset < 0 || offset + length > local.memory.byteSize() || regions.get(local.key) != local || local.pd != pd
-                        || adapterWrites && (local.access & IBV_ACCESS_LOCAL_WRITE) == 0) {
-                    fail(requestId, opcode, IBV_WC_LOC_PROT_ERR);
-                    return;
-                }
-                if (state == IBV_QPS_ERR) {
-                    sendQueue.add(new Wc(requestId, IBV_WC_WR_FLUSH_ERR, opcode, 0, number));
-                    return;
-                }
-                if (length > pd.device.maxMessageSize) {
-                    fail(requestId, opcode, IBV_WC_LOC_LEN_ERR);
-                    return;
-                }
-                Qp peer = queuePairs.get(destination);
-                if (peer == null || peer.state == IBV_QPS_ERR || peer.destination != number) {
-                    fail(requestId, opcode, IBV_WC_RETRY_EXC_ERR);
-                    return;
-                }
-                MemorySegment source = local.memory.asSlice(offset, length);
-                switch (opcode) {
-                    case IBV_WR_SEND -> {
-                        long[] receive = peer.receives.poll();
-                        if (receive == null) {
-                            receiverNotReady++;
-                            fail(requestId, opcode, IBV_WC_RNR_RETRY_EXC_ERR);
-                            return;
-                        }
-                        Mr target = regions.get((int) receive[1]);
-                        // The receive buffer is checked when a SEND lands in it: registered, writable, in the receiver's domain.
-                        if (target == null || length > receive[3] || target.pd != peer.pd || (target.access & IBV_ACCESS_LOCAL_WRITE) == 0) {
-                            failBoth(peer, requestId, opcode, IBV_WC_REM_ACCESS_ERR);
-                            return;
-                        }
-                        MemorySegment.copy(source, 0, target.memory, receive[2], length);
-                        peer.receiveQueue.add(new Wc(receive[0], IBV_WC_SUCCESS, IBV_WC_RECV, length, peer.number));
+                if (holdReads && (readOrAtomic(opcode) || !held.isEmpty())) {
+                    held.add(() -> act(requestId, opcode, region, offset, length, remoteAddress, remoteKey, compareAdd, swap));
+                    if (readOrAtomic(opcode)) {
+                        mostReadsInFlight = Math.max(mostReadsInFlight, ++readsInFlight);
                     }
-                    case IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP -> {
-                        int needed = opcode == IBV_WR_RDMA_WRITE ? IBV_ACCESS_REMOTE_WRITE
-                                : opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_ATOMIC;
-                        boolean atomic = needed == IBV_ACCESS_REMOTE_ATOMIC;
-                        Mr target = regions.get(remoteKey);
-                        long at = target == null ? -1 : remoteAddress - target.memory.address();
-                        if (!atomic && length > peer.pd.device.maxMessageSize) {
-                            failBoth(peer, requestId, opcode, IBV_WC_REM_INV_REQ_ERR);
-                            return;
-                        }
-                        if (target == null || target.pd != peer.pd || (target.access & needed) == 0 || (peer.access & needed) == 0
-                                || at < 0 || at + length > target.memory.byteSize() || atomic && (length != 8 || (remoteAddress & 7) != 0)) {
-                            failBoth(peer, requestId, opcode, IBV_WC_REM_ACCESS_ERR);
-                            return;
-                        }
-                        if (opcode == IBV_WR_RDMA_WRITE) {
-                            MemorySegment.copy(source, 0, target.memory, at, length);
-                        } else if (opcode == IBV_WR_RDMA_READ) {
-                            MemorySegment.copy(target.memory, at, source, 0, length);
-                        } else if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-                            source.set(ValueLayout.JAVA_LONG, 0, (long) LONG.getAndAdd(target.memory, at, compareAdd));
-                        } else {
-                            source.set(ValueLayout.JAVA_LONG, 0, (long) LONG.compareAndExchange(target.memory, at, compareAdd, swap));
-                        }
-                    }
-                    default -> throw new ErrnoException("ibv_post_send", Errno.EINVAL, "loop0", "opcode " + opcode);
+                    return;
                 }
-                sendQueue.add(new Wc(requestId, IBV_WC_SUCCESS, opcode, length, number));
+                act(requestId, opcode, region, offset, length, remoteAddress, remoteKey, compareAdd, swap);
             }
+        }
+
+        /** Whether the adapter writes the work request's local buffer, and the responder answers it with data: a READ or an atomic. */
+        private static boolean readOrAtomic(int opcode) {
+            return opcode == IBV_WR_RDMA_READ || opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+        }
+
+        /** Acts on and completes the work requests held since the last poll of the send queue. */
+        void actHeld() {
+            for (Runnable request; (request = held.poll()) != null; ) {
+                request.run();
+            }
+            readsInFlight = 0;
+        }
+
+        private void act(long requestId, int opcode, MemoryRegion region, long offset, int length, long remoteAddress, int remoteKey,
+                         long compareAdd, long swap) {
+            Mr local = (Mr) region;
+            // As an adapter checks a work request's local buffer: registered, in bounds, in this queue pair's protection
+            // domain, and writable locally where the adapter writes it (the result of a read or an atomic).
+            if (offset < 0 || offset + length > local.memory.byteSize() || regions.get(local.key) != local || local.pd != pd
+                    || readOrAtomic(opcode) && (local.access & IBV_ACCESS_LOCAL_WRITE) == 0) {
+                fail(requestId, opcode, IBV_WC_LOC_PROT_ERR);
+                return;
+            }
+            if (state == IBV_QPS_ERR) {
+                sendQueue.add(new Wc(requestId, IBV_WC_WR_FLUSH_ERR, opcode, 0, number));
+                return;
+            }
+            if (length > pd.device.maxMessageSize) {
+                fail(requestId, opcode, IBV_WC_LOC_LEN_ERR);
+                return;
+            }
+            Qp peer = queuePairs.get(destination);
+            if (peer == null || peer.state == IBV_QPS_ERR || peer.destination != number) {
+                fail(requestId, opcode, IBV_WC_RETRY_EXC_ERR);
+                return;
+            }
+            MemorySegment source = local.memory.asSlice(offset, length);
+            switch (opcode) {
+                case IBV_WR_SEND -> {
+                    long[] receive = peer.receives.poll();
+                    if (receive == null) {
+                        receiverNotReady++;
+                        fail(requestId, opcode, IBV_WC_RNR_RETRY_EXC_ERR);
+                        return;
+                    }
+                    Mr target = regions.get((int) receive[1]);
+                    // The receive buffer is checked when a SEND lands in it: registered, writable, in the receiver's domain.
+                    if (target == null || length > receive[3] || target.pd != peer.pd || (target.access & IBV_ACCESS_LOCAL_WRITE) == 0) {
+                        failBoth(peer, requestId, opcode, IBV_WC_REM_ACCESS_ERR);
+                        return;
+                    }
+                    MemorySegment.copy(source, 0, target.memory, receive[2], length);
+                    peer.receiveQueue.add(new Wc(receive[0], IBV_WC_SUCCESS, IBV_WC_RECV, length, peer.number));
+                }
+                case IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP -> {
+                    int needed = opcode == IBV_WR_RDMA_WRITE ? IBV_ACCESS_REMOTE_WRITE
+                            : opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_ATOMIC;
+                    boolean atomic = needed == IBV_ACCESS_REMOTE_ATOMIC;
+                    Mr target = regions.get(remoteKey);
+                    long at = target == null ? -1 : remoteAddress - target.memory.address();
+                    if (!atomic && length > peer.pd.device.maxMessageSize) {
+                        failBoth(peer, requestId, opcode, IBV_WC_REM_INV_REQ_ERR);
+                        return;
+                    }
+                    if (target == null || target.pd != peer.pd || (target.access & needed) == 0 || (peer.access & needed) == 0
+                            || at < 0 || at + length > target.memory.byteSize() || atomic && (length != 8 || (remoteAddress & 7) != 0)) {
+                        failBoth(peer, requestId, opcode, IBV_WC_REM_ACCESS_ERR);
+                        return;
+                    }
+                    if (opcode == IBV_WR_RDMA_WRITE) {
+                        MemorySegment.copy(source, 0, target.memory, at, length);
+                    } else if (opcode == IBV_WR_RDMA_READ) {
+                        MemorySegment.copy(target.memory, at, source, 0, length);
+                    } else if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+                        source.set(ValueLayout.JAVA_LONG, 0, (long) LONG.getAndAdd(target.memory, at, compareAdd));
+                    } else {
+                        source.set(ValueLayout.JAVA_LONG, 0, (long) LONG.compareAndExchange(target.memory, at, compareAdd, swap));
+                    }
+                }
+                default -> throw new ErrnoException("ibv_post_send", Errno.EINVAL, "loop0", "opcode " + opcode);
+            }
+            sendQueue.add(new Wc(requestId, IBV_WC_SUCCESS, opcode, length, number));
         }
 
         /**
