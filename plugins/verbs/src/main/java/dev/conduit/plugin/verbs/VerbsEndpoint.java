@@ -70,6 +70,12 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     private final boolean[] awaitingCopy;
     /** The RDMA READs and atomics its queue pair keeps in flight ({@code max_rd_atomic}), and so the parts a get has in flight. */
     private final int readDepth;
+    /**
+     * A get's window: the buffers of its parts in flight, in posting order, each entry reused by the
+     * part posted in its place; at most {@link #readDepth} and the send buffers, made once, as a get
+     * allocates nothing.
+     */
+    private final int[] getWindow;
     private final int psn;
     private final long started = System.nanoTime();
     private final ByteBuffer replyLength = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN);
@@ -106,6 +112,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         this.done = new boolean[slots];
         this.awaitingCopy = new boolean[slots];
         this.readDepth = transport.domain.initiatorDepth(peer.responderDepth());
+        this.getWindow = new int[Math.min(readDepth, slots)];
     }
 
     /**
@@ -446,8 +453,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         boolean lastFirst = destination.isNative() && lastPartFirst(remote, destination.address(), length);
         MemorySegment buffers = ring.memory();
         long parts = parts(length);
-        // The buffers of the parts in flight, in posting order, each slot of the ring reused by the part posted in its place.
-        int[] inFlight = new int[(int) Math.min(parts, Math.min(readDepth, slots))];
+        int[] inFlight = getWindow;
         long posted = 0;
         long copied = 0;
         try {
