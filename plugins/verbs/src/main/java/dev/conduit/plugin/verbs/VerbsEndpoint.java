@@ -68,7 +68,10 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
      * taken, and the get gives them back ({@link #giveBack}) once it copied them.
      */
     private final boolean[] awaitingCopy;
-    /** The RDMA READs and atomics its queue pair keeps in flight ({@code max_rd_atomic}), and so the parts a get has in flight. */
+    /**
+     * The RDMA READs and atomics its queue pair keeps in flight ({@code max_rd_atomic}), and so, within the send buffers,
+     * the parts a get has in flight.
+     */
     private final int readDepth;
     /**
      * A get's window: the buffers of its parts in flight, in posting order, each entry reused by the
