@@ -414,10 +414,15 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         try {
             qp.postSend(VerbsTransport.requestId(this, VerbsTransport.KIND_SLOT, slot), opcode, ring, offset, length, remoteAddress,
                     remoteKey, compareAdd, swap);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // An Error too (out of memory, a fault in mapped memory): no completion comes for the slot, and flush() and
+            // close() wait for every slot.
             freeSlots[freeCount++] = slot;
             done[slot] = true;
-            fail(Reason.UNKNOWN, "posting a work request failed: " + e.getMessage());
+            fail(Reason.UNKNOWN, "posting a work request failed: " + (e instanceof Error ? e : e.getMessage()));
+            if (e instanceof Error error) {
+                throw error; // as it is, as the transport's other paths rethrow one; the endpoint's next call throws the failure
+            }
             throw failure;
         }
     }

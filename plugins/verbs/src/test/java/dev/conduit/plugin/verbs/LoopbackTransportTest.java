@@ -1157,6 +1157,57 @@ class LoopbackTransportTest {
         memory.free(chunk);
     }
 
+    /**
+     * An {@code Error} out of {@code ibv_post_send} (the call is a downcall through the provider's
+     * ops table: out of memory, a fault in mapped memory) used to keep the part's send buffer,
+     * with no completion to come for it: {@code flush} waited for it until the peer failed, and
+     * {@code close}, which drains every send buffer of an endpoint that has not failed, until the
+     * wire-up timeout.
+     */
+    @Test
+    void anErrorFromPostingAPutsPartReachesTheCallerGivesBackItsSendBufferAndFailsTheEndpoint() {
+        TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "16");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4 * 4096);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4 * 4096);
+        OutOfMemoryError error = new OutOfMemoryError("simulated: no memory left for the work request");
+        verbs.throwFromNextPostSend(error);
+
+        assertThatThrownBy(() -> e.put(MemorySegment.ofArray(new byte[3 * 4096]), region, 0)).isSameAs(error);
+        assertFailedNamingTheErrorWithEverySendBufferFree(error, e, a, b);
+        memory.free(chunk);
+    }
+
+    @Test
+    void anErrorFromPostingAGetsReadReachesTheCallerGivesBackItsSendBufferAndFailsTheEndpoint() {
+        TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "16");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4 * 4096);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4 * 4096);
+        InternalError error = new InternalError("simulated: a fault occurred in an unsafe memory access operation");
+        verbs.throwFromNextPostSend(error);
+
+        assertThatThrownBy(() -> e.get(region, 0, MemorySegment.ofArray(new byte[3 * 4096]))).isSameAs(error);
+        assertFailedNamingTheErrorWithEverySendBufferFree(error, e, a, b);
+        memory.free(chunk);
+    }
+
+    /** What follows an {@code Error} out of posting: the endpoint's next call throws its failure, which names the Error and is reported once. */
+    private static void assertFailedNamingTheErrorWithEverySendBufferFree(Error error, TransportEndpoint e, TestWorker a, TestWorker b) {
+        assertThat(((VerbsEndpoint) e).freeSendBuffers()).as("send buffers free after the Error").isEqualTo(16);
+        assertThatThrownBy(e::flush).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("posting a work request failed: " + error);
+        progressUntil(() -> a.failures.size() == 1, a, b);
+        assertThat(a.failures.getFirst()).hasMessageContaining("posting a work request failed: " + error);
+        e.close(); // a failed endpoint's close drains nothing
+    }
+
     @Test
     void aBufferSizeThatIsNotAMultipleOf64IsRefusedNamingTheKeyAndTheRemedy() {
         // 4100: the second buffer's record would start at 4100 and its 8-byte total sit at 4116, not 8-byte aligned.

@@ -53,6 +53,9 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *   <li>on request, {@code ibv_poll_cq} of one completion queue fails: every poll once the device is in
  *       error ({@link #failPollsAfter}), or one poll with an {@link Error} out of the call
  *       ({@link #throwFromNextPoll}).</li>
+ *   <li>on request, the next {@code ibv_post_recv} ({@link #throwFromNextPostReceive}) or
+ *       {@code ibv_post_send} ({@link #throwFromNextPostSend}) throws an {@link Error} out of the
+ *       call and posts nothing;</li>
  *   <li>a work request longer than its port's {@code max_msg_sz} ({@link #maxMessageSize}, of the
  *       device when it was opened) fails with {@code IBV_WC_LOC_LEN_ERR}, as an adapter fails it;
  *       an RDMA WRITE or READ longer than the responder's fails both queue pairs, the requester's
@@ -112,6 +115,8 @@ final class LoopbackVerbs implements Verbs {
     private int failedPolls;
     /** What the next {@code ibv_post_recv} throws ({@link #throwFromNextPostReceive}), or {@code null}. */
     private Error postReceiveError;
+    /** What the next {@code ibv_post_send} throws ({@link #throwFromNextPostSend}), or {@code null}. */
+    private Error postSendError;
     /** The completion queue whose completions {@link #delayCompletions} holds back, or {@code null}. */
     private Cq delayedQueue;
     private final List<Wc> delayed = new ArrayList<>();
@@ -192,6 +197,11 @@ final class LoopbackVerbs implements Verbs {
     /** Makes the next {@code ibv_post_recv} throw {@code error}, as running out of memory in the middle of building a connection would. */
     synchronized void throwFromNextPostReceive(Error error) {
         postReceiveError = error;
+    }
+
+    /** Makes the next {@code ibv_post_send} throw {@code error}, as running out of memory or a fault in mapped memory in the call would. */
+    synchronized void throwFromNextPostSend(Error error) {
+        postSendError = error;
     }
 
     /** Throws the failure {@link #failNext} asked for {@code call}, if one is due. */
@@ -759,6 +769,11 @@ final class LoopbackVerbs implements Verbs {
         public void postSend(long requestId, int opcode, MemoryRegion region, long offset, int length, long remoteAddress, int remoteKey,
                              long compareAdd, long swap) {
             synchronized (LoopbackVerbs.this) {
+                Error error = postSendError;
+                if (error != null) {
+                    postSendError = null;
+                    throw error;
+                }
                 if (state != IBV_QPS_RTS && state != IBV_QPS_ERR) {
                     throw new ErrnoException("ibv_post_send", Errno.EINVAL, "loop0", "qp " + number + " not in RTS");
                 }
