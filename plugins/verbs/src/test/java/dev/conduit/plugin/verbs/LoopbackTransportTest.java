@@ -156,25 +156,13 @@ class LoopbackTransportTest {
         closing.add(memory);
         Chunk chunk = memory.allocate(64 * 1024);
         RemoteRegion region = TestWorker.region(memory, chunk, 8192, 32 * 1024);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment source = arena.allocate(20_000);
-            for (int i = 0; i < source.byteSize(); i++) {
-                source.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13));
-            }
-            e.put(source, region, 100);
-            e.flush();
-            assertThat(chunk.segment().asSlice(8192 + 100, 20_000).mismatch(source)).isEqualTo(-1);
+        putThenGetBack(e, region, chunk.segment().asSlice(8192), 100, 20_000);
 
-            MemorySegment back = arena.allocate(20_000);
-            e.get(region, 100, back);
-            assertThat(back.mismatch(source)).isEqualTo(-1);
-
-            assertThat(e.fetchAdd(region, 0, 5)).isZero();
-            assertThat(e.fetchAdd(region, 0, 3)).isEqualTo(5);
-            assertThat(e.compareAndSwap(region, 0, 8, 100)).isEqualTo(8);
-            assertThat(e.compareAndSwap(region, 0, 8, 200)).isEqualTo(100);
-            assertThat(chunk.segment().get(ValueLayout.JAVA_LONG, 8192)).isEqualTo(100);
-        }
+        assertThat(e.fetchAdd(region, 0, 5)).isZero();
+        assertThat(e.fetchAdd(region, 0, 3)).isEqualTo(5);
+        assertThat(e.compareAndSwap(region, 0, 8, 100)).isEqualTo(8);
+        assertThat(e.compareAndSwap(region, 0, 8, 200)).isEqualTo(100);
+        assertThat(chunk.segment().get(ValueLayout.JAVA_LONG, 8192)).isEqualTo(100);
         assertThatThrownBy(() -> e.put(bytes("xy"), region, 32 * 1024 - 1)).isInstanceOf(IndexOutOfBoundsException.class);
         memory.free(chunk);
     }
@@ -807,6 +795,25 @@ class LoopbackTransportTest {
         }
     }
 
+    /**
+     * Puts {@code length} patterned bytes at {@code offset} of {@code region}, whose memory at the
+     * peer is {@code regionMemory}, flushes, checks they landed there, and gets them back.
+     */
+    private static void putThenGetBack(TransportEndpoint e, RemoteRegion region, MemorySegment regionMemory, long offset, int length) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment source = arena.allocate(length);
+            for (int i = 0; i < length; i++) {
+                source.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13));
+            }
+            e.put(source, region, offset);
+            e.flush();
+            assertThat(regionMemory.asSlice(offset, length).mismatch(source)).as("first byte put that differs at the peer").isEqualTo(-1);
+            MemorySegment back = arena.allocate(length);
+            e.get(region, offset, back);
+            assertThat(back.mismatch(source)).as("first byte got back that differs").isEqualTo(-1);
+        }
+    }
+
     /** The address a {@link RawConnector} announces in its request: nothing listens behind it, only the acceptor's checks of the request matter. */
     static final byte[] ANNOUNCED = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
             VerbsAbi.IBV_MTU_1024, 64, 8192, 16, "127.0.0.1", 9).encode();
@@ -1066,18 +1073,7 @@ class LoopbackTransportTest {
         closing.add(memory);
         Chunk chunk = memory.allocate(512 * 1024);
         RemoteRegion region = TestWorker.region(memory, chunk, 0, 512 * 1024);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment source = arena.allocate(300_000);
-            for (int i = 0; i < source.byteSize(); i++) {
-                source.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13));
-            }
-            e.put(source, region, 8);
-            e.flush();
-            assertThat(chunk.segment().asSlice(8, 300_000).mismatch(source)).isEqualTo(-1);
-            MemorySegment back = arena.allocate(300_000);
-            e.get(region, 8, back);
-            assertThat(back.mismatch(source)).isEqualTo(-1);
-        }
+        putThenGetBack(e, region, chunk.segment(), 8, 300_000);
         assertThat(a.failures).isEmpty();
         memory.free(chunk);
     }
@@ -1164,8 +1160,9 @@ class LoopbackTransportTest {
      * {@code close}, which drains every send buffer of an endpoint that has not failed, until the
      * wire-up timeout.
      */
-    @Test
-    void anErrorFromPostingAPutsPartReachesTheCallerGivesBackItsSendBufferAndFailsTheEndpoint() {
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"put", "get"})
+    void anErrorFromPostingAPartReachesTheCallerGivesBackItsSendBufferAndFailsTheEndpoint(String operation) {
         TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "16");
         TestWorker b = peer();
         TransportEndpoint e = connected(a.connect(b), a, b);
@@ -1173,27 +1170,15 @@ class LoopbackTransportTest {
         closing.add(memory);
         Chunk chunk = memory.allocate(4 * 4096);
         RemoteRegion region = TestWorker.region(memory, chunk, 0, 4 * 4096);
-        OutOfMemoryError error = new OutOfMemoryError("simulated: no memory left for the work request");
+        Error error = operation.equals("put") ? new OutOfMemoryError("simulated: no memory left for the work request")
+                : new InternalError("simulated: a fault occurred in an unsafe memory access operation");
         verbs.throwFromNextPostSend(error);
 
-        assertThatThrownBy(() -> e.put(MemorySegment.ofArray(new byte[3 * 4096]), region, 0)).isSameAs(error);
-        assertFailedNamingTheErrorWithEverySendBufferFree(error, e, a, b);
-        memory.free(chunk);
-    }
-
-    @Test
-    void anErrorFromPostingAGetsReadReachesTheCallerGivesBackItsSendBufferAndFailsTheEndpoint() {
-        TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "16");
-        TestWorker b = peer();
-        TransportEndpoint e = connected(a.connect(b), a, b);
-        MemoryProvider memory = b.memory();
-        closing.add(memory);
-        Chunk chunk = memory.allocate(4 * 4096);
-        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4 * 4096);
-        InternalError error = new InternalError("simulated: a fault occurred in an unsafe memory access operation");
-        verbs.throwFromNextPostSend(error);
-
-        assertThatThrownBy(() -> e.get(region, 0, MemorySegment.ofArray(new byte[3 * 4096]))).isSameAs(error);
+        MemorySegment threeParts = MemorySegment.ofArray(new byte[3 * 4096]);
+        assertThatThrownBy(() -> {
+            if (operation.equals("put")) e.put(threeParts, region, 0);
+            else e.get(region, 0, threeParts);
+        }).isSameAs(error);
         assertFailedNamingTheErrorWithEverySendBufferFree(error, e, a, b);
         memory.free(chunk);
     }
