@@ -175,14 +175,22 @@ final class PendingQueue {
         long hl = header.byteSize();
         long size = RECORD + hl + payloadLength;
         Segment last = segments == null ? null : segments.peekLast();
-        if (last == null || last.tail + size > last.memory.byteSize()) last = startSegment(size);
+        boolean started = last == null || last.tail + size > last.memory.byteSize();
+        if (started) last = startSegment(size);
         MemorySegment m = last.memory;
         long at = last.tail;
         m.set(INT, at, id);
         m.set(INT, at + 4, (int) hl);
         m.set(LONG, at + 8, payloadLength);
-        MemorySegment.copy(header, 0, m, at + RECORD, hl);
-        MemorySegment.copy(payloadBuffer, payloadOffset, m, at + RECORD + hl, payloadLength);
+        try {
+            MemorySegment.copy(header, 0, m, at + RECORD, hl);
+            MemorySegment.copy(payloadBuffer, payloadOffset, m, at + RECORD + hl, payloadLength);
+        } catch (RuntimeException | Error e) {
+            // The caller's segment was closed, or is confined to another thread. A segment started for this record would stay
+            // behind, empty but for its fields, and offerHead would send them as a message, ahead of those queued after it.
+            if (started) recycle(segments.pollLast());
+            throw e;
+        }
         last.tail = at + size;
         messages++;
         bytes += hl + payloadLength;

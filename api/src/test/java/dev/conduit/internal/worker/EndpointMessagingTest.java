@@ -14,6 +14,7 @@ import dev.conduit.testing.LoggedWarnings;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -371,6 +372,36 @@ class EndpointMessagingTest {
         p.sender().progress();
         p.receiver().progress();
         assertThat(seen).hasSize(100);
+    }
+
+    /**
+     * A send whose payload cannot be read (its arena closed) while messages wait locally throws, and
+     * leaves the local queue as it was: it used to leave a segment started for it behind, empty but
+     * for its fields, which the drain then sent as a message of zeros and whose end it took for the
+     * next segment's, so the peer got a message whose send threw and lost the one queued after it.
+     */
+    @Test
+    void aSendWhosePayloadCannotBeReadWhileMessagesWaitLeavesNoTraceAndTheNextOneStillArrives() {
+        Pair p = pair(1);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        p.endpoint().send(1, longs(0));
+        p.endpoint().send(1, longs(1)); // the transport holds one: this one waits locally
+        MemorySegment closed;
+        try (Arena arena = Arena.ofConfined()) {
+            closed = arena.allocate(100_000);
+        }
+        MemorySegment unreadable = closed;
+        assertThatThrownBy(() -> p.endpoint().send(1, unreadable)).isInstanceOf(IllegalStateException.class);
+        MemorySegment large = MemorySegment.ofArray(new long[40_000]); // past the segment the failed send would have started
+        large.set(ValueLayout.JAVA_LONG, 0, 2L);
+        p.endpoint().send(1, large);
+        assertThat(p.endpoint().pending()).isEqualTo(2);
+
+        progressUntil(() -> seen.size() >= 3, p.receiver(), p.sender());
+        p.sender().progress();
+        p.receiver().progress();
+        assertThat(seen).containsExactly(0L, 1L, 2L);
+        assertThat(p.endpoint().pending()).isZero();
     }
 
     @Test

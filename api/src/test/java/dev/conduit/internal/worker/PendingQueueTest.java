@@ -224,6 +224,36 @@ class PendingQueueTest {
         assertThat(q.isEmpty()).isTrue();
     }
 
+    /**
+     * A message whose payload cannot be copied in (its arena closed, or confined to another thread)
+     * is refused with the copy's exception and leaves nothing behind: a segment started for it used
+     * to stay, holding its fields and no bytes, and was offered as a message ahead of the next one.
+     */
+    @Test
+    void aMessageWhosePayloadCannotBeCopiedInLeavesNoTraceAndTheNextOneTakesItsPlace() {
+        PendingQueue q = new PendingQueue();
+        q.add(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[10]));
+        MemorySegment closed;
+        try (Arena arena = Arena.ofConfined()) {
+            closed = arena.allocate(100_000); // more than the first segment has left: it would start a segment of its own
+        }
+        MemorySegment unreadable = closed;
+        assertThatThrownBy(() -> q.add(2, MemorySegment.NULL, unreadable)).isInstanceOf(IllegalStateException.class);
+        assertThat(q.messages()).isEqualTo(1);
+        assertThat(q.bytes()).isEqualTo(10);
+        byte[] next = new byte[200_000];
+        new Random(3).nextBytes(next);
+        q.add(3, MemorySegment.NULL, MemorySegment.ofArray(next));
+
+        assertThat(Head.of(q).id()).isEqualTo(1);
+        q.remove();
+        Head head = Head.of(q);
+        assertThat(head.id()).isEqualTo(3);
+        assertThat(head.payload()).isEqualTo(next);
+        q.remove();
+        assertThat(q.isEmpty()).isTrue();
+    }
+
     @Test
     void aLargeMessageTakesASegmentOfItsOwnSize() {
         // helper h8: one 256 MiB tensor queued behind a full bounce ring took a 512 MiB heap buffer.
