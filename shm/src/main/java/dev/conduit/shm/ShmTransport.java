@@ -1078,7 +1078,7 @@ public final class ShmTransport implements Transport {
                     dropNotKept(connection); // as a small message's
                     return;
                 }
-                if (in.bounce == null && !mapBounce(connection, in)) {
+                if (in.bounce == null && !mapBounceOrRefuse(connection, in)) {
                     forgetConnection(connection); // its sender died: its later messages go with this one
                     tellSendersClosed();
                     return;
@@ -1159,7 +1159,16 @@ public final class ShmTransport implements Transport {
                     }
                 }
                 // A sender is free to connect again and again; each connection kept costs heap and may map a ring.
-                if (inbound.size() >= config.inboundMaximum()) reapDeadSenders();
+                if (inbound.size() >= config.inboundMaximum()) {
+                    try {
+                        reapDeadSenders();
+                    } catch (RuntimeException | Error e) {
+                        // A look at another sender's lease that failed, or a close forced from another thread: no Inbound holds
+                        // this watch yet, and nothing else would give it back (its descriptor would stay open for good).
+                        if (watch != null) peerLeases.release(watch);
+                        throw e;
+                    }
+                }
                 if (inbound.size() >= config.inboundMaximum()) {
                     if (gone) {
                         // Nobody to tell, and no listing to spend: its sender closed its worker, or died, after sending.
@@ -1313,6 +1322,25 @@ public final class ShmTransport implements Transport {
                     + ShmTransportConfig.inboundMaxKey(plugin) + " or " + ShmTransportConfig.inboundBounceMaxKey(plugin)
                     + "; their messages still in the receive queue are dropped");
             reclaimOffTheProgressThread();
+        }
+    }
+
+    /**
+     * {@link #mapBounce}, refusing the connection on any failure it did not refuse for itself but
+     * that leaves the message: the record is consumed once the failure leaves its handler, and a
+     * later message of the connection would follow a hole. Such failures are a look at the
+     * sender's lease that fails ({@code flock}: {@code ENOLCK}) and a mapping thread that cannot
+     * start (no native thread to be had).
+     */
+    private boolean mapBounceOrRefuse(long connection, Inbound in) {
+        try {
+            return mapBounce(connection, in);
+        } catch (ReceiveQueue.RecordNotReady notYet) {
+            throw notYet; // the record stays at the head
+        } catch (RuntimeException | Error e) {
+            // Refused already (it is no longer kept), or the worker closing from another thread, which forgets every connection.
+            if (!closed && inbound.get(connection) == in) refuseConnection(connection, REFUSED_RING);
+            throw e;
         }
     }
 

@@ -4159,6 +4159,67 @@ class ShmTransportTest {
         assertThat(received.ids).as("nothing of the refused connection").containsExactly(1, 99);
     }
 
+    /**
+     * A look at a sender's lease that fails ({@code flock}: {@code ENOLCK}) while its large
+     * message waits for a ring past {@code inbound.bounce.max} refuses the connection, as a ring
+     * that cannot be mapped does: the message is dropped with the failure, and so is every later
+     * message of the connection. Such a failure used to leave the connection kept, so its next
+     * message was delivered after the hole.
+     */
+    @Test
+    void aLeaseLookThatFailsWhileALargeMessageWaitsForItsRingRefusesTheConnectionAndLeavesNoHole() {
+        AtomicBoolean flockFails = new AtomicBoolean();
+        Received received = new Received();
+        Transport receiver = transportWith(received, FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, flockFails::get), Linux.libc(),
+                UnaryOperator.identity(), UnaryOperator.identity(), "posix.inbound.bounce.max", "1m", "posix.liveness.interval", "10s");
+        // one ring and its header fit, two do not: the second connection's first large message looks at the leases
+        Transport sender = transport(new Received(), "posix.bounce.size", "512k");
+        TransportEndpoint first = connect(sender, receiver, cause -> { });
+        TransportEndpoint second = connect(sender, receiver, cause -> { });
+        assertThat(first.trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
+        receive(receiver, received, 1);
+        assertThat(second.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        assertThat(second.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+
+        flockFails.set(true);
+        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ErrnoException.class).hasMessageContaining("ENOLCK");
+        flockFails.set(false);
+        assertThat(first.trySend(4, MemorySegment.NULL, bytes(8, 4))).isTrue();
+        receive(receiver, received, 2);
+        assertThat(received.ids).as("nothing of the connection whose large message was dropped").containsExactly(1, 4);
+    }
+
+    /**
+     * A connection past {@code inbound.max} whose look for dead senders fails ({@code flock}:
+     * {@code ENOLCK} on another sender's lease) gives back the watch it took on its own sender's
+     * lease: no connection held it, and its descriptor used to stay open after both workers closed.
+     */
+    @Test
+    void aConnectionPastInboundMaxWhoseLookForDeadSendersFailsGivesItsLeaseWatchBack() {
+        AtomicBoolean flockFails = new AtomicBoolean();
+        Received received = new Received();
+        Transport receiver = transportWith(received, FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, flockFails::get), Linux.libc(),
+                UnaryOperator.identity(), UnaryOperator.identity(), "posix.inbound.max", "1", "posix.liveness.interval", "10s");
+        Transport a = transport(new Received());
+        Transport b = transport(new Received());
+        TransportEndpoint fromA = connect(a, receiver, cause -> { });
+        assertThat(fromA.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        TransportEndpoint fromB = connect(b, receiver, cause -> { });
+        assertThat(fromB.trySend(2, MemorySegment.NULL, bytes(8, 2))).isTrue();
+
+        flockFails.set(true);
+        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ErrnoException.class).hasMessageContaining("ENOLCK");
+        flockFails.set(false);
+        fromB.close();
+        fromA.close();
+        b.close();
+        a.close();
+        receiver.close();
+        assertThat(ProcessResources.descriptorsOn(shared, ".lease")).as("descriptors on leases once every worker closed").isZero();
+        assertThat(received.ids).containsExactly(1);
+    }
+
     /** Once both sides took a close's steps (bounded, not timed), a new connection's large message arrives intact. */
     private static void assertThatANewConnectionGetsALargeMessageThrough(Transport sender, Transport receiver, Received received) {
         settle(sender, receiver);
