@@ -134,6 +134,12 @@ public final class IpcCache implements AutoCloseable {
      * it from the hit index: for tests of what happens meanwhile.
      */
     volatile Runnable whileSweeping = () -> { };
+    /**
+     * Run by an open whose handle contradicts the cached export after it counted the cached entry and
+     * before it lowers the count again, under the cache's lock for the key: for tests of what happens
+     * meanwhile.
+     */
+    volatile Runnable whileContradicting = () -> { };
 
     record Key(long originHigh, long originLow, long exportId) {
     }
@@ -316,6 +322,7 @@ public final class IpcCache implements AutoCloseable {
         Key key = new Key(handle.originHigh(), handle.originLow(), handle.exportId());
         boolean[] missed = new boolean[1];
         boolean[] contradicts = new boolean[1];
+        boolean[] releasedToZero = new boolean[1];
         Entry[] evictedOpen = new Entry[1];
         Entry computed = cache.asMap().compute(key, (k, cached) -> {
             if (cached == null || !cached.acquire()) {
@@ -346,7 +353,10 @@ public final class IpcCache implements AutoCloseable {
             }
             if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())
                     || !Arrays.equals(cached.payload, handle.payload())) {
-                cached.decrement();
+                whileContradicting.run();
+                // The entry's last region may have closed meanwhile, its release finding this count above 0: then this is
+                // the drop to 0, and the entry must weigh again, or neither bound would ever unmap it.
+                releasedToZero[0] = releaseUnderLock(cached);
                 contradicts[0] = true;
                 return cached;
             }
@@ -356,7 +366,13 @@ public final class IpcCache implements AutoCloseable {
             }
             return cached;
         });
-        if (contradicts[0]) return openBeside(key, handle, mapper, reuse);
+        if (contradicts[0]) {
+            if (releasedToZero[0]) {
+                trimToEntryBound();
+                startSweeper();
+            }
+            return openBeside(key, handle, mapper, reuse);
+        }
         Entry entry = computed != null ? computed : evictedOpen[0];
         if (closed) {
             // close() may have listed the entries before this one went in: take it out here, if it is still there.
@@ -441,14 +457,25 @@ public final class IpcCache implements AutoCloseable {
         if (mapping == null) {
             throw new ConduitException("plugin '" + handle.plugin() + "' importer returned no mapping for export " + handle.exportId());
         }
-        long length = mapping.segment().byteSize();
-        if (length != handle.chunkLength()) {
-            mapping.close();
-            throw new ConduitException("plugin '" + handle.plugin() + "' mapped " + length + " bytes for export " + handle.exportId()
-                    + ", the handle's chunk has " + handle.chunkLength() + ": the importer is broken");
+        Entry entry;
+        try {
+            long length = mapping.segment().byteSize();
+            if (length != handle.chunkLength()) {
+                throw new ConduitException("plugin '" + handle.plugin() + "' mapped " + length + " bytes for export " + handle.exportId()
+                        + ", the handle's chunk has " + handle.chunkLength() + ": the importer is broken");
+            }
+            entry = new Entry(key, handle.plugin(), handle.exportId(), mapping, length, handle.payload());
+        } catch (RuntimeException | Error e) {
+            // A mapping whose segment() or mayFault() throws is the plugin's fault, and still this process's to unmap.
+            try {
+                mapping.close();
+            } catch (RuntimeException | Error closing) {
+                e.addSuppressed(closing);
+            }
+            throw e;
         }
-        mappedBytes.addAndGet(length);
-        return new Entry(key, handle.plugin(), handle.exportId(), mapping, length, handle.payload());
+        mappedBytes.addAndGet(entry.length);
+        return entry;
     }
 
     void release(Entry entry) {
@@ -459,15 +486,7 @@ public final class IpcCache implements AutoCloseable {
             cache.asMap().computeIfPresent(entry.key, (k, cached) -> {
                 if (cached != entry) return cached;
                 released[0] = true;
-                if (cached.decrement() == 0) {
-                    whileUnpinning.run();
-                    // A hit may have counted the entry again meanwhile, and its release, reading it still pinned, waits for
-                    // this lock to bring the count to 0 once more: that one must not count it among those that weigh twice.
-                    if (cached.pinned) {
-                        cached.pinned = false;
-                        weighing.incrementAndGet();
-                    }
-                }
+                releaseUnderLock(cached);
                 return cached;
             });
             if (released[0]) {
@@ -481,6 +500,25 @@ public final class IpcCache implements AutoCloseable {
             uncachedInUse.remove(entry);
             unmap(entry, entry.beside ? "released, mapped beside the cache" : "released after eviction");
         }
+    }
+
+    /**
+     * Lowers the count of {@code cached}, a cached entry, under the cache's lock for its key; a drop
+     * to 0 makes it weigh (Caffeine re-weighs it to its length when the computation returns, which
+     * may evict it).
+     *
+     * @return whether the count dropped to 0
+     */
+    private boolean releaseUnderLock(Entry cached) {
+        if (cached.decrement() != 0) return false;
+        whileUnpinning.run();
+        // A hit may have counted the entry again meanwhile, and its release, reading it still pinned, waits for this lock to
+        // bring the count to 0 once more: that one must not count it among those that weigh twice.
+        if (cached.pinned) {
+            cached.pinned = false;
+            weighing.incrementAndGet();
+        }
+        return true;
     }
 
     /**
@@ -773,7 +811,10 @@ public final class IpcCache implements AutoCloseable {
         /** Releases the count, once. */
         @Override
         public void close() {
-            if (CLOSED.compareAndSet(this, OPEN, SHUT) && entry.refs != DEAD) cache.release(entry);
+            if (closed != OPEN) return;
+            // Read before the CAS: once this lease is shut, another thread may claim it and reopen it on another entry.
+            Entry counted = entry;
+            if (CLOSED.compareAndSet(this, OPEN, SHUT) && counted.refs != DEAD) cache.release(counted);
         }
 
         /**

@@ -379,6 +379,62 @@ class IpcCacheTest {
         }
     }
 
+    /**
+     * A mapping whose {@code segment()} or {@code mayFault()} throws once it is made (the plugin's
+     * fault) is unmapped, and its bytes are not counted: it used to stay mapped, and with
+     * {@code mayFault()} its bytes counted as mapped for good.
+     */
+    @Test
+    void aMappingThatFailsOnceMadeIsUnmappedAndNotCounted() {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcHandle handle = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {3});
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            assertThatThrownBy(() -> cache.open(handle, h -> {
+                ChunkMapping made = mapper.apply(h);
+                return new ChunkMapping() {
+                    @Override
+                    public MemorySegment segment() {
+                        return made.segment();
+                    }
+
+                    @Override
+                    public boolean mayFault() {
+                        throw new IllegalStateException("the plugin's own fault");
+                    }
+
+                    @Override
+                    public void close() {
+                        made.close();
+                    }
+                };
+            })).isInstanceOf(IllegalStateException.class).hasMessage("the plugin's own fault");
+            assertThat(mapper.unmaps).as("the one mapping made").hasValue(1);
+            assertThat(cache.stats().mappedBytes()).isZero();
+            assertThat(cache.stats().entries()).isZero();
+        }
+    }
+
+    /**
+     * An open whose handle contradicts the cached export counts the cached entry while it compares
+     * them; when the entry's last region closes meanwhile, the open's drop of the count is the drop to
+     * 0, and the entry weighs again: under {@code ipc.cache.bytes=0} it is unmapped. That drop used to
+     * leave it weighing nothing, mapped for no region until the Conduit closed, out of both bounds'
+     * reach.
+     */
+    @Test
+    void anEntryWhoseLastRegionClosesWhileAContradictingOpenCountsItIsUnmappedUnderABoundOfZero() {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        try (IpcCache cache = new IpcCache(0, ENTRIES, IDLE)) {
+            IpcCache.Lease only = cache.open(new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {1}), mapper);
+            cache.whileContradicting = only::close;
+            IpcCache.Lease beside = cache.open(new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {2}), mapper);
+            cache.whileContradicting = () -> { };
+            beside.close();
+            assertThat(mapper.unmaps).as("the cached mapping and the one beside").hasValue(2);
+            assertThat(cache.stats().mappedBytes()).as("bytes mapped for no region under a bound of 0").isZero();
+        }
+    }
+
     @Test
     void aFailedImportLeavesTheRegionHandedBackClosedAndReusable() {
         Pool pool = open(1 << 30).pool("inproc");
