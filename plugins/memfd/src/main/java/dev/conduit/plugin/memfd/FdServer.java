@@ -3,6 +3,7 @@ package dev.conduit.plugin.memfd;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.OpenFlags;
 import dev.conduit.linux.PeerCredentials;
@@ -68,6 +69,8 @@ final class FdServer implements AutoCloseable {
     private static final SecureRandom TOKENS = new SecureRandom();
     private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
     private static final Set<PosixFilePermission> EVERYONE = PosixFilePermissions.fromString("rw-rw-rw-");
+    /** The sticky bit of a directory's mode ({@code S_ISVTX}): only a file's owner (and root) may remove or rename it there. */
+    private static final int STICKY = 01000;
 
     private final Libc libc;
     private final SharedDirectory directory;
@@ -75,6 +78,8 @@ final class FdServer implements AutoCloseable {
     private final String socketPath;
     /** The socket name's "{@code <prefix>-<owner>-}", which the temporary names of {@link #bindAgainIfRemoved} share. */
     private final String ownerPrefix;
+    /** Where this process's descriptors show as paths: {@link FdProtocol#PROC_SELF_FD}, except in tests of a process without it. */
+    private final Path procSelfFd;
     /** Replaced only by the server thread ({@link #bindAgainIfRemoved}); closed by {@link #close()} after that thread ended. */
     private FileDescriptor listener;
     /** A failed rebind, said again only after a minute or a success. */
@@ -105,13 +110,15 @@ final class FdServer implements AutoCloseable {
 
     private record Export(byte[] token, MemfdChunk chunk) {}
 
-    private FdServer(Libc libc, SharedDirectory directory, String socketName, String socketPath, FileDescriptor listener,
-                     FileDescriptor stop, Set<Integer> allowedUids, long timeoutNanos, OwnerLease lease, System.Logger logger) {
+    private FdServer(Libc libc, SharedDirectory directory, String socketName, String socketPath, Path procSelfFd,
+                     FileDescriptor listener, FileDescriptor stop, Set<Integer> allowedUids, long timeoutNanos, OwnerLease lease,
+                     System.Logger logger) {
         this.libc = libc;
         this.directory = directory;
         this.socketName = socketName;
         this.socketPath = socketPath;
         this.ownerPrefix = socketName.substring(0, socketName.lastIndexOf('-') + 1);
+        this.procSelfFd = procSelfFd;
         this.listener = listener;
         this.stop = stop;
         this.ownUid = libc.geteuid();
@@ -138,10 +145,18 @@ final class FdServer implements AutoCloseable {
      * @param allowedUids users besides our own that may receive chunks; if there are any, the
      *                    socket is made connectable by everyone ({@code 0666}) and the
      *                    {@code SO_PEERCRED} check admits them, otherwise it is {@code 0600}
-     * @throws ConduitException naming the socket path, the failed call and the remedy; nothing is left behind
+     * @throws ConduitException naming the socket path, the failed call and the remedy; nothing is left behind. Also when
+     *                          the socket's name no longer leads to the socket bound ({@link #restrictSocket}): the server
+     *                          does not listen on a socket whose permissions it could not set
      */
     static FdServer start(Libc libc, SharedDirectory directory, OwnerLease lease, Set<Integer> allowedUids,
                           long timeoutNanos, System.Logger logger) {
+        return start(libc, directory, lease, allowedUids, timeoutNanos, logger, FdProtocol.PROC_SELF_FD);
+    }
+
+    /** {@link #start} with {@code procSelfFd} in place of {@code /proc/self/fd}: for tests of a process without it. */
+    static FdServer start(Libc libc, SharedDirectory directory, OwnerLease lease, Set<Integer> allowedUids,
+                          long timeoutNanos, System.Logger logger, Path procSelfFd) {
         String name = lease.newSocketName(FdProtocol.SOCKET_SUFFIX);
         String path = FdProtocol.socketPath(directory.path(), name);
         String address = FdProtocol.bindAddress(directory, name);
@@ -163,14 +178,15 @@ final class FdServer implements AutoCloseable {
             bound = true;
             // bind made the file with the umask's permissions. Narrowing them now is safe: until
             // listen, a connect is refused whatever the permissions say.
-            setPermissions(address, path, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
+            restrictSocket(libc, directory, name, lease.fileOwner(libc), procSelfFd, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
             try {
                 libc.listen(listener, BACKLOG);
                 stop = libc.eventfd(0, EFD_NONBLOCK);
             } catch (ErrnoException e) {
                 throw startFailure(path, e);
             }
-            FdServer server = new FdServer(libc, directory, name, path, listener, stop, allowedUids, timeoutNanos, lease, logger);
+            FdServer server = new FdServer(libc, directory, name, path, procSelfFd, listener, stop, allowedUids, timeoutNanos, lease,
+                    logger);
             server.thread.start();
             logger.log(DEBUG, () -> "memfd fd server listening on " + path);
             return server;
@@ -211,15 +227,93 @@ final class FdServer implements AutoCloseable {
         return "; " + directory.creationRemedy(e);
     }
 
-    private static void setPermissions(String address, String path, Set<PosixFilePermission> permissions) {
-        try {
-            Files.setPosixFilePermissions(Path.of(address), permissions);
+    /**
+     * Gives the socket this process just bound as {@code name} its {@code permissions}, and no
+     * other file ever. A chmod by path follows a symbolic link: in a directory other users may
+     * write that is not sticky (a group-writable or {@code 0777} bind mount shared with a
+     * container), any of them could replace the socket with a link to a file of this user
+     * ({@code ~/.bashrc}) between the bind and the chmod, and the chmod made that file
+     * {@code rw-rw-rw-} (until 2026-12-06; a removed socket's rebind offered the race again every
+     * second). So the name is opened {@code O_PATH} without following a link, must be a socket of
+     * the lease's owner, and the chmod reaches that very file through {@code /proc/self/fd}: the
+     * magic link leads to the inode opened, whatever the name leads to by then. Where
+     * {@code /proc} does not show this process, it goes by name only in a directory where no
+     * other user can replace the socket (sticky, as {@code /dev/shm}, or writable by this user
+     * alone).
+     *
+     * @param owner the owner the socket's file must have: the lease's, as the file system reports it
+     * @throws ConduitException naming the path, what is there instead of the socket and the remedy; nothing was changed
+     */
+    private static void restrictSocket(Libc libc, SharedDirectory directory, String name, int owner, Path procSelfFd,
+                                       Set<PosixFilePermission> permissions) {
+        String path = FdProtocol.socketPath(directory.path(), name);
+        String failure = "cannot set the permissions of the memfd fd server's socket " + path + " to "
+                + PosixFilePermissions.toString(permissions) + ": ";
+        try (FileDescriptor socket = openOwnSocket(libc, directory, name, owner, path, failure)) {
+            Path target;
+            if (Files.isDirectory(procSelfFd)) {
+                target = procSelfFd.resolve(Integer.toString(socket.fd()));
+            } else if (noOtherUserMayReplace(libc.fstat(directory.fd()), owner)) {
+                target = Path.of(path);
+            } else {
+                throw new ConduitException(failure + procSelfFd + ", through which the socket is reached without following a "
+                        + "link put in its place, is not there, and " + directory.path() + " lets other users replace the files "
+                        + "in it (it is writable by others and not sticky), so its path may lead to another file; nothing was "
+                        + "changed: mount /proc for this process's PID namespace, or make " + directory.path() + " sticky "
+                        + "(chmod +t, as /dev/shm is) or writable by this user alone");
+            }
+            Files.setPosixFilePermissions(target, permissions);
         } catch (IOException e) {
-            throw new ConduitException("cannot set the permissions of the memfd fd server's socket " + path + " to "
-                    + PosixFilePermissions.toString(permissions) + ": " + e, e);
+            throw new ConduitException(failure + e, e);
         }
     }
 
+    /**
+     * The socket of {@code owner} named {@code name}, opened {@code O_PATH} without following a link.
+     *
+     * @throws ConduitException when the name is anything else (a symbolic link, a regular file, another user's socket)
+     *                          or gone, naming what is there; nothing stays open
+     */
+    private static FileDescriptor openOwnSocket(Libc libc, SharedDirectory directory, String name, int owner, String path,
+                                                String failure) {
+        FileDescriptor socket;
+        try {
+            socket = directory.openExisting(name, OpenFlags.O_PATH);
+        } catch (ErrnoException e) {
+            if (e.errno() == Errno.ELOOP) throw replaced(failure, path + " is now a symbolic link", directory, e);
+            if (e.errno() == Errno.ENOENT) throw replaced(failure, path + " is gone", directory, e);
+            throw new ConduitException(failure + "opening it to check it is the socket bound failed: " + e.getMessage() + "; "
+                    + Errno.remedy(e.errno(), "see the cause") + "; nothing was changed", e);
+        }
+        try {
+            FileStatus found = libc.fstat(socket);
+            if (found.fileType() != FileStatus.S_IFSOCK) throw replaced(failure, path + " is now " + found.typeName(), directory, null);
+            if (found.uid() != owner) {
+                throw replaced(failure, path + " is now a socket of uid " + Integer.toUnsignedString(found.uid()) + ", not of this "
+                        + "process's user (uid " + Integer.toUnsignedString(owner) + ")", directory, null);
+            }
+            return socket;
+        } catch (RuntimeException | Error e) {
+            socket.closeAfter(e);
+            throw e;
+        }
+    }
+
+    /** The socket bound is not what its name leads to any more, as {@code found} says: nothing is chmodded. */
+    private static ConduitException replaced(String failure, String found, SharedDirectory directory, Throwable cause) {
+        return new ConduitException(failure + found + ", not the socket this process bound there: someone who may write "
+                + directory.path() + " removed the socket (another user, or a cleaner); nothing was changed. Keep "
+                + directory.path() + " writable by this user alone, or make it sticky (chmod +t, as /dev/shm is), so that no "
+                + "other user can remove or replace the files in it", cause);
+    }
+
+    /**
+     * Whether only {@code owner} (and root) can remove or replace the files in a directory of
+     * status {@code directory}: it is sticky, or it is the owner's and writable by nobody else.
+     */
+    private static boolean noOtherUserMayReplace(FileStatus directory, int owner) {
+        return (directory.permissions() & STICKY) != 0 || directory.uid() == owner && (directory.permissions() & 022) == 0;
+    }
 
     /** The socket's name relative to the shared directory, as the payload carries it. */
     String socketName() {
@@ -330,8 +424,9 @@ final class FdServer implements AutoCloseable {
      * too), new random bits (a name known in advance could be taken by anyone who may write the
      * directory, which would block every rebind) and {@link FdProtocol#BIND_SUFFIX}, as long as
      * the socket's suffix, so that whatever directory fits the socket's address fits it too. Nothing here may end
-     * the server: a failure (out of descriptors, the directory itself removed) is tried again at
-     * the next check, and said at most once a minute.
+     * the server: a failure (out of descriptors, the directory itself removed, a temporary name
+     * that no longer leads to the socket just bound, which is then neither chmodded nor listened
+     * on: {@link #restrictSocket}) is tried again at the next check, and said at most once a minute.
      */
     private void bindAgainIfRemoved() {
         FileDescriptor fresh = null;
@@ -349,7 +444,7 @@ final class FdServer implements AutoCloseable {
             fresh = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
             libc.bind(fresh, address);
             bound = true;
-            setPermissions(address, socketPath, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
+            restrictSocket(libc, directory, temporary, lease.fileOwner(libc), procSelfFd, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
             libc.listen(fresh, BACKLOG);
             libc.renameat(directory.fd(), temporary, socketName);
         } catch (RuntimeException e) {

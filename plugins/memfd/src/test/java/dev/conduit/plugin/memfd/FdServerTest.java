@@ -17,7 +17,11 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -29,6 +33,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /** The fd server: who it admits, what it answers, and that no client can wedge it or keep it alive. */
 class FdServerTest {
     private static final long SIZE = 16 * 1024;
+    private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
 
     private final Libc libc = Linux.libc();
     private final int ownUid = libc.geteuid();
@@ -405,6 +410,143 @@ class FdServerTest {
             assertThat(Leaks.openFdsSettlingAt(before)).as("descriptors once every import is closed").isEqualTo(before);
             assertThat(Leaks.memfdMappings()).as("the producer's own mapping only").isEqualTo(1);
         }
+    }
+
+    /**
+     * A socket replaced, between its bind and its chmod, by a symbolic link to a file of this user
+     * (another user who may write a shared directory that is not sticky) or by a file: the start
+     * fails naming the path and what is there, changes nothing, and the next export starts the
+     * server with its socket's mode. The chmod went by path and followed the link: with
+     * memfd.allowed.uids set, the user's file (~/.bashrc, say) became rw-rw-rw- (found by a review).
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"a symbolic link", "a regular file"})
+    void aSocketReplacedBeforeItsChmodFailsTheStartNamingWhatIsThereAndChangesNothing(String planted, @TempDir Path home)
+            throws Exception {
+        Path victim = Files.createFile(home.resolve("bashrc"), PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+        java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+        Libc replacing = replacingTheSocketAfterBind(address -> once.compareAndSet(false, true), address -> {
+            if (planted.equals("a symbolic link")) {
+                Files.createSymbolicLink(address, victim);
+            } else {
+                Files.createFile(address, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+            }
+        });
+        Map<String, String> config = Map.of("memfd.allowed.uids", Integer.toUnsignedString(otherUid));
+        try (MemfdProvider provider = MemfdProvider.open(replacing, TestContext.of(shared, config))) {
+            Chunk chunk = provider.allocate(SIZE);
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> provider.export(chunk))
+                    .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageStartingWith("cannot set the permissions of the memfd fd server's socket " + shared.resolve("conduit-memfd-"))
+                    .hasMessageContaining(" to rw-rw-rw-: " + shared.resolve("conduit-memfd-"))
+                    .hasMessageContaining(".sock is now " + planted + ", not the socket this process bound there")
+                    .hasMessageContaining("nothing was changed")
+                    .hasMessageContaining("make it sticky (chmod +t");
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(victim))).isEqualTo("rw-------");
+            assertThat(Leaks.files(shared)).as("what the failed start left").singleElement()
+                    .satisfies(name -> assertThat(name).endsWith(".lease"));
+
+            provider.export(chunk);
+            Path socket = shared.resolve(provider.server().socketName());
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket, LinkOption.NOFOLLOW_LINKS)))
+                    .isEqualTo("rw-rw-rw-");
+        }
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(victim))).isEqualTo("rw-------");
+    }
+
+    /**
+     * The rebind of a removed socket, which anyone who may remove it can make the server try every
+     * second, meets the same: its temporary name replaced by a symbolic link after the bind is
+     * neither chmodded through nor renamed into place, said in the rebind's WARNING, and the next
+     * rebind binds the name. It chmodded the link's target, then renamed the link to the socket's name.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void aRebindWhoseSocketIsReplacedByASymbolicLinkChangesNothingAndIsTriedAgain(@TempDir Path home) throws Exception {
+        Path victim = Files.createFile(home.resolve("bashrc"), PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+        java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+        Libc replacing = replacingTheSocketAfterBind(
+                address -> address.toString().endsWith(FdProtocol.BIND_SUFFIX) && once.compareAndSet(false, true),
+                address -> Files.createSymbolicLink(address, victim));
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        Map<String, String> config = Map.of("memfd.allowed.uids", Integer.toUnsignedString(otherUid));
+        try (MemfdProvider provider = MemfdProvider.open(replacing, new TestContext(config, shared, recording))) {
+            provider.export(provider.allocate(SIZE));
+            Path socket = shared.resolve(provider.server().socketName());
+            Files.delete(socket);
+
+            while (!Files.exists(socket, LinkOption.NOFOLLOW_LINKS) || recording.warnings().isEmpty()) {
+                Thread.sleep(50); // bounded by the timeout; not a measurement
+            }
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(victim))).isEqualTo("rw-------");
+            assertThat(Files.isSymbolicLink(socket)).as("%s is a link", socket).isFalse();
+            assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket, LinkOption.NOFOLLOW_LINKS)))
+                    .isEqualTo("rw-rw-rw-");
+            assertThat(recording.warnings().getFirst())
+                    .contains("binding it again failed (cannot set the permissions of the memfd fd server's socket "
+                            + shared.resolve("conduit-memfd-"))
+                    .contains(FdProtocol.BIND_SUFFIX + " is now a symbolic link, not the socket this process bound there")
+                    .contains("it is tried every second");
+            assertThat(Leaks.files(shared)).as("no temporary name left").noneMatch(name -> name.endsWith(FdProtocol.BIND_SUFFIX));
+        }
+    }
+
+    /**
+     * Where /proc does not show this process, the socket is chmodded by name only in a directory
+     * where no other user can replace it: a sticky one (as /dev/shm) works, one others may write
+     * that is not sticky fails the start naming /proc and chmod +t. It chmodded by name in either.
+     */
+    @Test
+    void withoutProcTheSocketIsChmoddedByNameOnlyWhereNoOtherUserCanReplaceIt() throws Exception {
+        Path noProc = shared.resolve("no-proc-self-fd");
+        try (dev.conduit.shm.SharedDirectory directory = dev.conduit.shm.SharedDirectory.open(libc, shared, "shared.dir");
+             dev.conduit.shm.OwnerLease lease = dev.conduit.shm.OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX)) {
+            libc.fchmod(directory.fd(), 0777);
+            // Closed at once should it start: a server left running would fail the next test's count of server threads.
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> FdServer.start(libc, directory, lease, Set.of(otherUid),
+                            1_000_000_000L, System.getLogger("test"), noProc).close())
+                    .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageContaining(noProc + ", through which the socket is reached without following a link put in its "
+                            + "place, is not there, and " + shared + " lets other users replace the files in it")
+                    .hasMessageContaining("nothing was changed: mount /proc")
+                    .hasMessageContaining("chmod +t");
+            assertThat(Leaks.files(shared)).singleElement().satisfies(name -> assertThat(name).endsWith(".lease"));
+
+            libc.fchmod(directory.fd(), 01777);
+            try (FdServer server = FdServer.start(libc, directory, lease, Set.of(otherUid), 1_000_000_000L,
+                    System.getLogger("test"), noProc)) {
+                assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(shared.resolve(server.socketName()),
+                        LinkOption.NOFOLLOW_LINKS))).isEqualTo("rw-rw-rw-");
+            }
+        }
+    }
+
+    /** What puts something in place of a socket's file, given its path: a symbolic link, another file. */
+    private interface Plant {
+        void at(Path address) throws java.io.IOException;
+    }
+
+    /**
+     * The real libc, except that a bind whose address {@code when} picks is followed at once by
+     * the socket's file replaced with what {@code plant} puts there, as another user who may write
+     * the directory could.
+     */
+    private Libc replacingTheSocketAfterBind(java.util.function.Predicate<Path> when, Plant plant) {
+        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    Object result;
+                    try {
+                        result = method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                    if (method.getName().equals("bind") && when.test(Path.of((String) args[1]))) {
+                        Path address = Path.of((String) args[1]);
+                        Files.delete(address);
+                        plant.at(address);
+                    }
+                    return result;
+                });
     }
 
     @Test
