@@ -94,6 +94,7 @@ final class DevdaxImporter implements IpcImporter {
                     + "should map it, add " + payload.alias() + "=<the path where this process sees the device> to "
                     + DevdaxConfig.DEVICES.nameAndVariable());
         }
+        DaxMapping mapping = null;
         try (Device device = Device.open(libc, payload.alias(), path, payload.writable(), sysfs);
              Arena views = Arena.ofConfined()) {
             // The metadata is read through read-only mappings of whole units, unmapped when this returns.
@@ -106,18 +107,25 @@ final class DevdaxImporter implements IpcImporter {
             }
             checkRange(reader, payload, header.geometry(), device);
             MemorySegment entryView = checkAllocation(first, views, device, header, payload);
-            DaxMapping mapping = mapRange(device, payload);
-            try {
-                // The entry may have been freed, and its range allocated again, while the range was being mapped.
-                if (!holdsAllocation(entryView, device, header, payload)) {
-                    throw gone(device, header, payload, " while this process mapped it");
-                }
-                return mapping;
-            } catch (RuntimeException | Error e) {
-                Cleanup.run(e, mapping::close);
-                throw e;
+            mapping = mapRange(device, payload);
+            // The entry may have been freed, and its range allocated again, while the range was being mapped.
+            if (!holdsAllocation(entryView, device, header, payload)) {
+                throw gone(device, header, payload, " while this process mapped it");
             }
+            // A reset to another size or alignment keeps the layout id, and clears only the new table: the old table's
+            // entries past its end stay, and the entry read again above may be one of them, over a range the new owner
+            // allocated since. So the layout must still be the one the range was checked against.
+            if (!(Layout.read(first) instanceof Layout.Valid(Header now)) || now.layoutId() != header.layoutId()
+                    || !now.geometry().equals(header.geometry())) {
+                throw gone(device, header, payload, " while this process mapped it: the device's layout was written again meanwhile");
+            }
+        } catch (RuntimeException | Error e) {
+            // Also when closing the device or the views fails once the range is mapped: the mapping is this call's to undo.
+            DaxMapping made = mapping;
+            if (made != null) Cleanup.run(e, made::close);
+            throw e;
         }
+        return mapping;
     }
 
     /** The device's header, from {@code found} (its first unit, read), once it is known to be the producer's device and to fit what this process sees. */

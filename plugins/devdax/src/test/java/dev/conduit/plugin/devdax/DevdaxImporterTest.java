@@ -314,6 +314,45 @@ class DevdaxImporterTest {
         }
     }
 
+    /**
+     * The exporter dies between the table check and the mmap, and its successor resets the device
+     * to another alignment and allocates over the export's range. That reset keeps the layout id
+     * and clears only its own, shorter table, so the export's entry, read again after the mmap,
+     * still matched, and the new owner's memory was returned as the export's. The layout is now
+     * read again too.
+     */
+    @Test
+    void anImportRacingAResetToAnotherAlignmentIsGoneNotTheNewOwnersMemory() {
+        Path file = Fixtures.deviceFile(dir, "dax.img", 64 * MIB);
+        DevdaxProvider first = (DevdaxProvider) plugin.openMemoryProvider(Fixtures.device("pmem0", file, "devdax.file.align", "4k"));
+        first.allocate(2 * MIB - first.geometry().dataOffset()); // so that the next chunk starts at 2 MiB
+        Chunk exported = first.allocate(2 * MIB);
+        long offset = ((DevdaxChunk) exported).offset();
+        byte[] payload = first.export(exported);
+        MemoryProvider[] successor = new MemoryProvider[1];
+        Chunk[] next = new Chunk[1];
+        Libc racing = FailingLibc.runningBefore("mmap", args -> (long) args[1] == offset, () -> {
+            first.abandon(); // killed
+            // The successor starts with the default alignment, 2 MiB, and resets: its table ends long before the old entry.
+            successor[0] = plugin.openMemoryProvider(Fixtures.device("pmem0", file));
+            next[0] = successor[0].allocate(62 * MIB); // from its data offset, 2 MiB: over the export's range
+            next[0].segment().set(JAVA_LONG, 0, 0xBADL);
+        });
+        IpcImporter importer = new DevdaxImporter(racing, Map.of("pmem0", file), Sysfs.SYSTEM);
+        try {
+            long descriptors = Fixtures.openDescriptors();
+            assertThatThrownBy(() -> importer.map(reader(payload), 2 * MIB))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("export gone: device " + file + " (alias 'pmem0') holds no allocation")
+                    .hasMessageContaining("the device's layout was written again meanwhile");
+            assertThat(((DevdaxChunk) next[0]).offset()).as("the race happened: the range has a new owner").isEqualTo(offset);
+            assertThat(Fixtures.mappingsOf(file)).as("the successor's metadata and chunk only").isEqualTo(2);
+            assertThat(Fixtures.openDescriptors()).isEqualTo(descriptors);
+        } finally {
+            if (successor[0] != null) successor[0].close();
+        }
+    }
+
     /** mmap of a device-DAX instance disabled under an open descriptor ({@code daxctl disable-device}) fails with ENXIO. */
     @Test
     void aDisabledDeviceIsNamedAsSuchWhenItCannotBeMapped() {
