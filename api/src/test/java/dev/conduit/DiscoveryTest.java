@@ -12,10 +12,18 @@ import dev.conduit.testing.LoggedWarnings;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
+import java.net.URL;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.Enumeration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 
@@ -343,6 +351,38 @@ class DiscoveryTest {
             assertThat(i.version()).isEqualTo("?");
             assertThat(i.spiVersion()).isEqualTo("?");
             assertThat(info(conduit, "good").status()).isEqualTo(Status.SELECTED);
+        }
+    }
+
+    /**
+     * A class-path provider whose class cannot be linked (built for a newer Java, or its superclass
+     * in a jar that is missing) is a broken candidate naming the error, and the search goes on to the
+     * next provider: the loader's LinkageError used to leave discovery and fail the whole build.
+     */
+    @Test
+    void aClassPathProviderWhoseClassCannotBeLinkedIsBrokenAndTheSearchGoesOn(@TempDir Path dir) throws IOException {
+        Path services = Files.writeString(dir.resolve("services"), "org.example.NewerJavaPlugin\norg.example.AbsentPlugin\n");
+        URL list = services.toUri().toURL();
+        ClassLoader loader = new ClassLoader(DiscoveryTest.class.getClassLoader()) {
+            @Override
+            public Enumeration<URL> getResources(String name) throws IOException {
+                return name.equals("META-INF/services/" + ConduitPlugin.class.getName())
+                        ? Collections.enumeration(List.of(list)) : super.getResources(name);
+            }
+
+            @Override
+            protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+                if (name.equals("org.example.NewerJavaPlugin")) { // what defineClass throws for a class built for a newer Java
+                    throw new UnsupportedClassVersionError("org/example/NewerJavaPlugin has been compiled by a more recent version "
+                            + "of the Java Runtime (class file version 70.0)");
+                }
+                return super.loadClass(name, resolve);
+            }
+        };
+        try (Conduit conduit = Conduit.builder().environment(Map.of()).systemProperties(new Properties()).classLoader(loader).build()) {
+            assertThat(conduit.plugins()).filteredOn(p -> p.status() == Status.BROKEN).extracting(PluginInfo::reason)
+                    .anySatisfy(reason -> assertThat(reason).contains("class file version 70.0"))
+                    .anySatisfy(reason -> assertThat(reason).contains("org.example.AbsentPlugin"));
         }
     }
 

@@ -35,6 +35,15 @@ class SelectionTest {
         }
     }
 
+    /** The lowest priority there is comes last: ordered by its negation, Integer.MIN_VALUE, its own negation, came first. */
+    @Test
+    void thePriorityIntegerMinValueComesLast() {
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("last-resort").priority(Integer.MIN_VALUE))
+                .addPlugin(TestPlugin.named("normal").priority(0)).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("normal", "last-resort");
+        }
+    }
+
     @Test
     void equalPrioritiesAreOrderedByName() {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("zz")).addPlugin(TestPlugin.named("mm"))

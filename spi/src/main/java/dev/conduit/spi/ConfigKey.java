@@ -35,7 +35,10 @@ import java.util.regex.Pattern;
 public final class ConfigKey<T> {
 
     private static final Pattern NAME = Pattern.compile("[a-z][a-z0-9-]*(\\.[a-z][a-z0-9-]*)*");
-    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kmgt]?)(i?b)?", Pattern.CASE_INSENSITIVE);
+    /** Digits and a unit: none, {@code b}, or {@code k}/{@code m}/{@code g}/{@code t} with an optional {@code b} or {@code ib}. */
+    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*(?:([kmgt])(?:i?b)?|b)?", Pattern.CASE_INSENSITIVE);
+    /** An optional minus and ASCII digits: {@link Long#parseLong} alone takes a plus sign and any script's digits too. */
+    private static final Pattern INTEGER = Pattern.compile("-?\\d+");
     private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ns|us|ms|s|m|h)", Pattern.CASE_INSENSITIVE);
 
     private final String name;
@@ -123,10 +126,12 @@ public final class ConfigKey<T> {
         });
     }
 
-    /** A whole number in {@code [min, max]}. */
+    /** A whole number in {@code [min, max]}: ASCII digits, with a minus sign for a negative one. */
     public static ConfigKey<Long> integer(String name, long defaultValue, long min, long max, String doc) {
         return new ConfigKey<>(name, Long.class, defaultValue, "a whole number from " + min + " to " + max, doc, s -> {
-            long v = Long.parseLong(s.trim());
+            String digits = s.trim();
+            if (!INTEGER.matcher(digits).matches()) throw new IllegalArgumentException();
+            long v = Long.parseLong(digits);
             if (v < min || v > max) throw new IllegalArgumentException();
             return v;
         });
@@ -142,8 +147,8 @@ public final class ConfigKey<T> {
         return new ConfigKey<>(name, Long.class, defaultValue, sizeForm(min, max, ""), doc, s -> {
             var m = SIZE.matcher(s.trim());
             if (!m.matches()) throw new IllegalArgumentException();
-            int shift = switch (m.group(2).toLowerCase(Locale.ROOT)) {
-                case "" -> 0;
+            String unit = m.group(2);
+            int shift = unit == null ? 0 : switch (unit.toLowerCase(Locale.ROOT)) {
                 case "k" -> 10;
                 case "m" -> 20;
                 case "g" -> 30;

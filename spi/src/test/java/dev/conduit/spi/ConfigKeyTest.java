@@ -148,7 +148,7 @@ class ConfigKeyTest {
         }
 
         @ParameterizedTest
-        @ValueSource(strings = {"0", "65", "-1", "1.5", "ten", "", "99999999999999999999", "0x10"})
+        @ValueSource(strings = {"0", "65", "-1", "1.5", "ten", "", "99999999999999999999", "0x10", "+5", "\u0661\u0660"})
         void refusesNumbersOutsideTheRangeOrMalformed(String raw) {
             assertRefused(key, raw);
         }
@@ -184,7 +184,7 @@ class ConfigKeyTest {
 
         @ParameterizedTest
         @ValueSource(strings = {"4095", "1k", "0", "", "k", "1.5g", "-4096", "64q", "64kk", "4096 bytes",
-                "9999999999999999999", "9000000000t"})
+                "9999999999999999999", "9000000000t", "8192ib", "64ki"})
         void refusesMalformedTooSmallOrOverflowingSizes(String raw) {
             assertRefused(key, raw);
         }

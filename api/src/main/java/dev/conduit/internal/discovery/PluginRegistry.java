@@ -592,10 +592,17 @@ public final class PluginRegistry {
         return "transports=" + String.join(",", transports) + " (from " + source + ")";
     }
 
+    /**
+     * Higher priority first, then by name. Not by the negated priority: {@code -Integer.MIN_VALUE}
+     * is itself, so a plugin whose priority said "last resort" sorted first.
+     */
+    private static final Comparator<PluginRecord> BY_PRIORITY_THEN_NAME =
+            Comparator.comparingInt((PluginRecord r) -> r.priority).reversed().thenComparing(r -> r.name);
+
     /** The candidates whose probes said yes: in {@code preference} order, or by priority then name when it is empty. */
     private static List<PluginRecord> select(List<PluginRecord> records, List<String> preference) {
         List<PluginRecord> available = records.stream().filter(PluginRecord::isCandidate)
-                .sorted(Comparator.comparingInt((PluginRecord r) -> -r.priority).thenComparing(r -> r.name)).toList();
+                .sorted(BY_PRIORITY_THEN_NAME).toList();
         if (preference.isEmpty()) return available;
         List<PluginRecord> chosen = new ArrayList<>();
         for (String name : preference) {
@@ -647,7 +654,7 @@ public final class PluginRegistry {
         List<PluginRecord> inOrder = new ArrayList<>(selected);
         // The others as an empty transports would have preferred them: by priority, then name.
         all.stream().filter(r -> !selected.contains(r))
-                .sorted(Comparator.comparingInt((PluginRecord r) -> -r.priority).thenComparing(r -> r.name)).forEach(inOrder::add);
+                .sorted(BY_PRIORITY_THEN_NAME).forEach(inOrder::add);
         for (PluginRecord r : inOrder) {
             if (r.status == Status.SELECTED) {
                 String why = r.unsupportedHere.get(capability);

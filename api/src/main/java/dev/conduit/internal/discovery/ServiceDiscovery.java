@@ -47,14 +47,16 @@ final class ServiceDiscovery {
             try {
                 if (!it.hasNext()) break;
                 provider = it.next();
-            } catch (ServiceConfigurationError e) {
+            } catch (ServiceConfigurationError | LinkageError e) {
+                // A class-path provider's class is loaded by hasNext(), which lets a LinkageError through (a class built for a
+                // newer Java, a superclass in a jar that is missing): its name is used up, and the search goes on.
                 found.add(Candidate.broken("?", layerDescription + "service configuration", describe(e)));
                 continue;
             }
             Class<? extends ConduitPlugin> type;
             try {
                 type = provider.type();
-            } catch (ServiceConfigurationError e) {
+            } catch (ServiceConfigurationError | LinkageError e) {
                 found.add(Candidate.broken("?", layerDescription + "service configuration", describe(e)));
                 continue;
             }

@@ -9,6 +9,7 @@ import dev.conduit.internal.CloseFailures;
 import dev.conduit.internal.Periodic;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ExporterState;
 
 import java.lang.foreign.MemorySegment;
@@ -536,7 +537,7 @@ public final class IpcCache implements AutoCloseable {
             } catch (OutOfMemoryError e) {
                 sweeperRefused = true;
                 LOG.log(System.Logger.Level.WARNING, "IPC cache: no thread could be started to unmap imports unused for ipc.cache.idle ("
-                        + idle + "): unused imports stay mapped up to ipc.cache.bytes (" + maximumBytes + " bytes); lower that key "
+                        + ConfigKey.durationText(idle) + "): unused imports stay mapped up to ipc.cache.bytes (" + maximumBytes + " bytes); lower that key "
                         + "to bound them, or raise the process's thread limit (ulimit -u)", e);
             }
         }
