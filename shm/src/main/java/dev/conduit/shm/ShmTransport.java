@@ -392,9 +392,10 @@ public final class ShmTransport implements Transport {
     private volatile boolean reclaimDue;
     /**
      * Set when a reclaim of dead peers' files is handed to the mapping thread
-     * ({@link #reclaimOffTheProgressThread}), cleared as it begins there or when the close takes it
-     * over (a close drops what that thread has not begun). One handed over while another waits there
-     * is not: the one waiting lists the directory when it runs, and finds them all.
+     * ({@link #reclaimOffTheProgressThread}), cleared as it begins there, when the close takes it
+     * over (a close drops what that thread has not begun), or when the hand-over fails. One handed
+     * over while another waits there is not: the one waiting lists the directory when it runs, and
+     * finds them all.
      */
     private final AtomicBoolean reclaimHandedOver = new AtomicBoolean();
     /**
@@ -469,6 +470,12 @@ public final class ShmTransport implements Transport {
 
     /** Tests only: run on the owner's thread as a ring mapping is about to start, before its hand-off (a test holds it there). */
     Runnable beforeRingMapping;
+
+    /**
+     * Tests only: run on the owner's thread as a reclaim is handed to the mapping thread, where a
+     * test throws what a mapping thread that cannot start throws.
+     */
+    Runnable beforeReclaimHandOver;
 
     /** A payload the application keeps in a sender's bounce ring ({@link #keepDelivered}). */
     private static final class KeptInRing {
@@ -2005,11 +2012,20 @@ public final class ShmTransport implements Transport {
     private void reclaimOffTheProgressThread() {
         synchronized (handOff) { // a close that came first finishes the reclaims itself, and shut the thread down
             if (closed || reclaimHandedOver.getAndSet(true)) return;
-            mappingThread().run(() -> {
-                synchronized (reclaiming) {
-                    if (reclaimHandedOver.getAndSet(false)) reclaimDeadPeers(directory); // which throws nothing
-                }
-            });
+            try {
+                if (beforeReclaimHandOver != null) beforeReclaimHandOver.run();
+                mappingThread().run(() -> {
+                    synchronized (reclaiming) {
+                        if (reclaimHandedOver.getAndSet(false)) reclaimDeadPeers(directory); // which throws nothing
+                    }
+                });
+            } catch (RuntimeException | Error e) {
+                // Not handed over (a mapping thread that cannot start: no native thread to be had): left set, the flag made
+                // every later check return here at once, and no dead peer's files were reclaimed again while the worker lived.
+                reclaimHandedOver.set(false);
+                reclaimDue = true; // the next check, or the close, tries again
+                throw e;
+            }
         }
     }
 
