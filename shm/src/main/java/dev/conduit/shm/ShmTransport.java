@@ -863,11 +863,19 @@ public final class ShmTransport implements Transport {
             // A peer killed after the look above fails the import of its queue ("producer gone": its fd server's socket
             // reset): that is its death, which a caller handling PeerFailedException (an answer's replyEndpoint()) must be
             // told as one, not as an importer's error naming pools and timeouts.
-            PeerFailedException died = failure instanceof ConduitException c && !(c instanceof PeerFailedException)
-                    && !peerLease.ownerAlive()
-                    ? new PeerFailedException(Reason.DIED, plugin + ": the peer died while this worker connected to it (its lease " + leaseName
-                            + " is no longer held): " + c.getMessage(), c)
-                    : null;
+            PeerFailedException died = null;
+            if (failure instanceof ConduitException c && !(c instanceof PeerFailedException)) {
+                try {
+                    if (!peerLease.ownerAlive()) {
+                        died = new PeerFailedException(Reason.DIED, plugin + ": the peer died while this worker connected to it (its lease "
+                                + leaseName + " is no longer held): " + c.getMessage(), c);
+                    }
+                } catch (RuntimeException lookFailure) {
+                    // A look that fails (flock: ENOLCK) proves no death: the connect's own failure is what it says, and what it
+                    // took of the peer is still given back below (thrown, the look left the mapping and the watch's descriptor).
+                    c.addSuppressed(lookFailure);
+                }
+            }
             try {
                 if (mapping != null) mapping.close();
             } catch (RuntimeException unmapFailure) {

@@ -1371,6 +1371,36 @@ class ShmTransportTest {
     }
 
     /**
+     * A connect that fails after mapping the peer's queue (here its token is not the address's),
+     * and whose look at the peer's lease then fails too ({@code flock}: {@code ENOLCK}) while it
+     * asks whether the peer died meanwhile, says why the connect failed, with the look's failure
+     * suppressed in it, and keeps neither the mapping of the peer's queue nor the watch of its lease:
+     * the look's exception used to replace the connect's, and leave both for good.
+     */
+    @Test
+    void aConnectThatFailsAndThenCannotLookAtThePeersLeaseSaysWhyItFailedAndKeepsNothingOfThePeer() {
+        AtomicBoolean flockFails = new AtomicBoolean();
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
+        Transport sender = receiverWith(new Received(), FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, flockFails::get), Linux.libc(),
+                importer -> (payload, length) -> {
+                    var mapping = importer.map(payload, length);
+                    flockFails.set(true); // after the connect's first look, which found the peer alive
+                    return mapping;
+                });
+        byte[] address = receiver.address();
+        address[address.length - 3 * Long.BYTES - 1] ^= 1; // the token's last byte (the directory's identity follows it): the queue is not the one the address names
+        long mappings = ProcessResources.mappingsOf(shared);
+        long descriptors = ProcessResources.openDescriptors();
+        Throwable failure = catchThrowable(() -> sender.connect(new PayloadReader(address), cause -> { }));
+        flockFails.set(false);
+        assertThat(failure).isExactlyInstanceOf(ConduitException.class).hasMessageContaining("cannot reach the peer: the queue's token");
+        assertThat(failure.getSuppressed()).singleElement().satisfies(s -> assertThat(s).isInstanceOf(ErrnoException.class)
+                .hasMessageContaining("ENOLCK"));
+        assertThat(ProcessResources.mappingsOf(shared)).as("the mapping of the peer's queue").isEqualTo(mappings);
+        assertThat(ProcessResources.openDescriptors()).as("the watch of the peer's lease").isEqualTo(descriptors);
+    }
+
+    /**
      * A worker progressed now and then (a timer, a loop doing other work) learns that a peer is
      * gone at its first progress() a liveness interval after: an idle poll read the clock at every
      * 16th call only, so such a worker learnt it up to 16 calls later. What is checked is a count
