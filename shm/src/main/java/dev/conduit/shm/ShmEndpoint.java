@@ -617,6 +617,23 @@ final class ShmEndpoint implements TransportEndpoint {
         }
     }
 
+    /**
+     * Whether the peer's lease is held at the check of {@code now}. A look that fails ({@code flock}:
+     * {@code ENOLCK}) proves no death: the peer is taken as alive, said at most once a minute, and
+     * the check goes on. Thrown, it left the transport's walk of its endpoints, so that those after
+     * this one were not checked, and no dead peer's files reclaimed, at every check while it lasted.
+     */
+    private boolean peerAliveAtCheck(long now) {
+        try {
+            return peerLease.ownerAliveAtCheck(now);
+        } catch (RuntimeException e) {
+            if (e instanceof IllegalStateException && releasedMeanwhile()) throw e; // not a failed look: see checkPeer
+            transport.failedEndpointLeaseChecks.log(() -> transport.plugin() + ": could not check whether the peer of a connection lives "
+                    + "(its lease " + peerLease.name() + "); it is taken as alive until a look succeeds: " + e.getMessage(), e);
+            return true;
+        }
+    }
+
     private boolean checkPeerOnce(long now) {
         if (closed || released) return false;
         if (failure != null) {
@@ -632,7 +649,7 @@ final class ShmEndpoint implements TransportEndpoint {
             }
             return false;
         }
-        if (!peerLease.ownerAliveAtCheck(now)) { // the check's one flock of this lease, which its connections to this worker share
+        if (!peerAliveAtCheck(now)) { // the check's one flock of this lease, which its connections to this worker share
             int how = peerClose();
             fail(how == 2 ? Reason.CLOSED : Reason.DIED, transport.plugin() + ": " + switch (how) {
                 case 2 -> "peer worker closed (an orderly close: it marked its queue closed, then released its lease " + peerLease.name() + ")";

@@ -408,8 +408,9 @@ public final class ShmTransport implements Transport {
     /** Said when a connection of a sender that is gone finds no room under inbound.max: nobody else would say it. */
     private final RepeatedWarning goneSendersPastInboundMax;
     /**
-     * A failed endpoint's look at its peer's lease that fails: it is made at every liveness check
-     * (every 20 ms by default) until the peer goes, so a lasting cause is said at most once a minute.
+     * An endpoint's look at its peer's lease that fails, failed endpoint or not: it is made at every
+     * liveness check (every 20 ms by default) until the peer goes, so a lasting cause is said at
+     * most once a minute.
      */
     final RepeatedWarning failedEndpointLeaseChecks;
     /**

@@ -5545,6 +5545,61 @@ class ShmTransportTest {
     }
 
     /**
+     * A live endpoint's look at its peer's lease that fails (ENOLCK here) does not judge the peer
+     * dead: the endpoint stays as it is, the failure is said at most once a minute, and the liveness
+     * check goes on to the endpoints after it. The failure used to leave the check at every liveness
+     * interval while it lasted: an endpoint after it whose peer closed was never found gone, and
+     * no dead peer's files were reclaimed.
+     */
+    @Test
+    void aLiveEndpointWhoseLookAtItsPeersLeaseFailsLeavesTheEndpointsAfterItChecked() throws Exception {
+        AtomicBoolean flockFails = new AtomicBoolean();
+        List<String> before = sharedFiles();
+        Transport first = transport(new Received());
+        List<String> firstLeases = sharedFiles().stream()
+                .filter(name -> !before.contains(name) && name.contains("-worker-") && name.endsWith(".lease")).toList();
+        assertThat(firstLeases).as("the first peer's lease").hasSize(1);
+        String firstLease = firstLeases.getFirst();
+        Libc libc = FailingLibc.failingFor("tryFlock", Errno.ENOLCK,
+                args -> flockFails.get() && leaseNamed(firstLease, (dev.conduit.linux.FileDescriptor) args[0]));
+        RecordingLogger logger = new RecordingLogger();
+        TestContext configured = TestContext.of(shared, "posix.liveness.interval", "1ms");
+        TransportContext context = configured.withLogger(logger).forTransport(ThreadMode.SERIALIZED, new Received());
+        Transport sender = new ShmTransport("posix", libc, context, ShmTransportConfig.read(context.config(), "posix"),
+                PosixMemoryProvider.open(context, libc), new PosixImporter(libc, PosixConfig.of(context), false));
+        open.add(sender);
+        Transport second = transport(new Received());
+        AtomicReference<PeerFailedException> firstFailure = new AtomicReference<>();
+        AtomicReference<PeerFailedException> secondFailure = new AtomicReference<>();
+        TransportEndpoint toFirst = connect(sender, first, firstFailure::set);
+        connect(sender, second, secondFailure::set);
+
+        flockFails.set(true);
+        second.close();
+        for (int check = 0; check < 20 && secondFailure.get() == null; check++) {
+            Thread.sleep(2); // past the liveness interval; an idle transport reads the clock every 16th progress()
+            for (int poll = 0; poll < 32; poll++) sender.progress();
+        }
+        flockFails.set(false);
+
+        assertThat(secondFailure.get()).as("the endpoint after the one whose look failed").isNotNull()
+                .hasMessageContaining("peer worker closed");
+        assertThat(firstFailure.get()).as("the endpoint whose look failed").isNull();
+        assertThat(logger.warnings().stream().filter(w -> w.contains("could not check whether the peer of a connection lives")))
+                .as("said once, not at each check: " + logger.warnings()).singleElement().asString().contains(firstLease);
+        assertThat(toFirst.trySend(1, MemorySegment.NULL, bytes(8, 1))).as("the endpoint whose look failed still sends").isTrue();
+    }
+
+    /** Whether {@code fd} is open on the lease {@code name} of the shared directory. */
+    private static boolean leaseNamed(String name, dev.conduit.linux.FileDescriptor fd) {
+        try {
+            return Files.readSymbolicLink(Path.of("/proc/self/fd/" + fd.fd())).getFileName().toString().equals(name);
+        } catch (java.io.IOException e) {
+            return false; // closed meanwhile
+        }
+    }
+
+    /**
      * A close waiting for its peer to read (the peer's queue full) takes its next step at each
      * liveness check; a step that fails (its look at the peer's lease: ENOLCK here) was a WARNING
      * of the failure's message alone, without the failure: no stack, no cause in the log; and it
