@@ -1278,6 +1278,12 @@ class ShmTransportTest {
     }
 
     /** A transport whose memory provider is {@code provider} applied to the posix one. */
+    /** A transport whose every {@code flock} fails with {@code ENOLCK} while {@code fails} is set, as on a kernel out of lock records. */
+    private Transport transportWhoseFlockFailsWhile(AtomicBoolean fails, Received received, String... keyValues) {
+        return transportWith(received, FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, fails::get), Linux.libc(), UnaryOperator.identity(),
+                UnaryOperator.identity(), keyValues);
+    }
+
     private Transport transportWith(Received received, Libc transportLibc, Libc importerLibc, UnaryOperator<IpcImporter> importer,
                                     UnaryOperator<MemoryProvider> provider, String... keyValues) {
         TransportContext context = TestContext.of(shared, keyValues).forTransport(ThreadMode.SERIALIZED, received);
@@ -4200,8 +4206,7 @@ class ShmTransportTest {
     void aLeaseLookThatFailsWhileALargeMessageWaitsForItsRingRefusesTheConnectionAndLeavesNoHole() {
         AtomicBoolean flockFails = new AtomicBoolean();
         Received received = new Received();
-        Transport receiver = transportWith(received, FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, flockFails::get), Linux.libc(),
-                UnaryOperator.identity(), UnaryOperator.identity(), "posix.inbound.bounce.max", "1m", "posix.liveness.interval", "10s");
+        Transport receiver = transportWhoseFlockFailsWhile(flockFails, received, "posix.inbound.bounce.max", "1m", "posix.liveness.interval", "10s");
         // one ring and its header fit, two do not: the second connection's first large message looks at the leases
         Transport sender = transport(new Received(), "posix.bounce.size", "512k");
         TransportEndpoint first = connect(sender, receiver, cause -> { });
@@ -4228,8 +4233,7 @@ class ShmTransportTest {
     void aConnectionPastInboundMaxWhoseLookForDeadSendersFailsGivesItsLeaseWatchBack() {
         AtomicBoolean flockFails = new AtomicBoolean();
         Received received = new Received();
-        Transport receiver = transportWith(received, FailingLibc.failingWhile("tryFlock", Errno.ENOLCK, flockFails::get), Linux.libc(),
-                UnaryOperator.identity(), UnaryOperator.identity(), "posix.inbound.max", "1", "posix.liveness.interval", "10s");
+        Transport receiver = transportWhoseFlockFailsWhile(flockFails, received, "posix.inbound.max", "1", "posix.liveness.interval", "10s");
         Transport a = transport(new Received());
         Transport b = transport(new Received());
         TransportEndpoint fromA = connect(a, receiver, cause -> { });
