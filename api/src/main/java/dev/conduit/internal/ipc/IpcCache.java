@@ -537,8 +537,8 @@ public final class IpcCache implements AutoCloseable {
             } catch (OutOfMemoryError e) {
                 sweeperRefused = true;
                 LOG.log(System.Logger.Level.WARNING, "IPC cache: no thread could be started to unmap imports unused for ipc.cache.idle ("
-                        + ConfigKey.durationText(idle) + "): unused imports stay mapped up to ipc.cache.bytes (" + maximumBytes + " bytes); lower that key "
-                        + "to bound them, or raise the process's thread limit (ulimit -u)", e);
+                        + ConfigKey.durationText(idle) + "): unused imports stay mapped up to ipc.cache.bytes (" + maximumBytes
+                        + " bytes); lower that key to bound them, or raise the process's thread limit (ulimit -u)", e);
             }
         }
     }
