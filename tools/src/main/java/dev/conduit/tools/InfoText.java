@@ -69,7 +69,7 @@ final class InfoText {
             for (OwnerLease.Owner owner : survey.owners()) {
                 String why = owner.why() == null ? "" : "  " + owner.why();
                 if (owner.state() == OwnerLease.State.PENDING) why = "  " + created(listing.pendingAgeSeconds().get(owner.lease()));
-                out.println(FIELD_INDENT + pad(owner.state().name(), STATE_WIDTH) + owner.lease() + why);
+                out.println(FIELD_INDENT + pad(owner.state().name(), STATE_WIDTH) + SharedFiles.shown(owner.lease()) + why);
                 for (OwnerLease.FileEntry file : owner.files()) {
                     out.println(FIELD_INDENT + " ".repeat(STATE_WIDTH + 2) + file(file));
                 }
@@ -106,7 +106,7 @@ final class InfoText {
     }
 
     private static String file(OwnerLease.FileEntry file) {
-        return file.name() + "  " + (file.bytes() < 0 ? "? bytes" : file.bytes() + " bytes");
+        return SharedFiles.shown(file.name()) + "  " + (file.bytes() < 0 ? "? bytes" : file.bytes() + " bytes");
     }
 
     private void writePlugins() {

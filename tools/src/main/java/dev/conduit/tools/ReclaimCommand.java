@@ -315,7 +315,7 @@ final class ReclaimCommand implements Callable<Integer> {
             Removed file = new Removed(Kind.of(owner, name), owner, name, size);
             removed.add(file);
             if (out != null) {
-                out.println(INDENT + (dryRun ? "would remove " : "removed      ") + name + "  " + (size < 0 ? "?" : Long.toString(size))
+                out.println(INDENT + (dryRun ? "would remove " : "removed      ") + SharedFiles.shown(name) + "  " + (size < 0 ? "?" : Long.toString(size))
                         + " bytes  (" + whose(file) + ")");
             }
         }
@@ -327,7 +327,7 @@ final class ReclaimCommand implements Callable<Integer> {
                     + (kind == Kind.DEAD_OWNERS_FILE ? "its lease stays, so that the next reclaim tries again" : "the next reclaim tries again"));
             notRemoved.add(file);
             if (out != null) {
-                out.println(INDENT + "not removed  " + name + "  (" + whose(file) + "): " + e.errnoName() + " (" + e.getMessage() + "); "
+                out.println(INDENT + "not removed  " + SharedFiles.shown(name) + "  (" + whose(file) + "): " + e.errnoName() + " (" + e.getMessage() + "); "
                         + file.remedy());
             }
         }

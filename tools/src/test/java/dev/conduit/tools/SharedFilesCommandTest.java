@@ -144,6 +144,27 @@ class SharedFilesCommandTest {
     }
 
     /**
+     * Anyone who may write the shared directory names files there: a newline in a name forged a line
+     * of {@code conduit info}'s listing (a LIVE owner that is none) and of a reclaim's, and an escape
+     * sequence reached the terminal of whoever read them. Control characters are shown as
+     * {@code \\uXXXX}.
+     */
+    @Test
+    void namesOthersGaveTheirFilesForgeNoLineAndReachNoTerminal() throws IOException {
+        String forged = "\n    LIVE      conduit-posix-forged.lease\u001b[2J";
+        Files.createFile(shared.resolve(DEAD_LEASE));
+        Files.write(shared.resolve("conduit-posix-" + DEAD + "-x" + forged), new byte[1]);
+        Files.write(shared.resolve("conduit-posix-stray" + forged), new byte[1]);
+        String[] posix = {"--set", "shared.dir=" + shared, "--set", "transports=posix"};
+
+        for (Result result : List.of(conduit.run(concat("info", posix)), conduit.run(concat("reclaim", concat("--dry-run", posix))))) {
+            assertThat(result.out()).as(result.out() + result.err())
+                    .doesNotContain("\u001b", "\n    LIVE      conduit-posix-forged.lease")
+                    .contains("\\u000a    LIVE      conduit-posix-forged.lease\\u001b[2J");
+        }
+    }
+
+    /**
      * {@code --dry-run --json} writes the real run's document, {@code "dryRun": true}, each file it would remove in
      * {@code removed} with {@code "action": "WOULD_REMOVE"}, nothing in {@code notRemoved}, and {@code left} what a reclaim
      * would leave: the live owners and the file no lease names, not the dead owner nor the pending lease.
