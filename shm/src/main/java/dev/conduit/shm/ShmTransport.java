@@ -432,6 +432,8 @@ public final class ShmTransport implements Transport {
     private long awaitBlockedPause;
     /** Whether the head is no longer claimed and uncommitted, made once (await must not allocate). */
     private final java.util.function.BooleanSupplier headUnblocked = this::isHeadUnblocked;
+    /** Whether a record waits in the queue, made once (await must not allocate). */
+    private final java.util.function.BooleanSupplier recordPending = this::hasRecordPending;
     /**
      * Whether {@link #signal()} was called since a sleep on the head last took it: a wake of the
      * queue's futex is that or a sender's after its commit, and only that ends such a sleep while
@@ -2302,6 +2304,11 @@ public final class ShmTransport implements Transport {
             woken = sleepBeating(slice, headRingMapped);
         } else if (queue.isHeadBlocked()) {
             woken = awaitBlockedHead(slice);
+        } else if (!keepingRings.isEmpty() && !queue.hasPending()) {
+            // Its application keeps payloads: a sender whose ring they fill waits for room this worker gives back only
+            // once they are closed, and judges it by its beats meanwhile, though its queue is empty and it has nothing
+            // to do. (Only then: an idle worker that keeps nothing has no sender waiting on it, and sleeps unwoken.)
+            woken = sleepBeating(slice, recordPending);
         } else {
             woken = queue.await(libc, slice);
         }
@@ -2359,14 +2366,16 @@ public final class ShmTransport implements Transport {
 
     /**
      * Sleeps on the queue's futex ({@link ReceiveQueue#awaitSignal}) while the record at the head
-     * waits for something, beating before, after, and at least every {@link #HEAD_SLEEP_MAX_NANOS}
-     * between: no progress() runs meanwhile (the runtime's await loop does not call it), and
-     * senders waiting on a queue full behind that record, or for room in their bounce ring, must not
-     * judge this worker hung, whatever their heartbeat.timeout. (Beating only before and after, a
-     * worker slept up to half its own heartbeat.timeout unbeaten, and a sender whose timeout was
-     * shorter failed it as hung.) A sender's wake after a commit behind that record is no work
-     * this worker can do: it sleeps on (returning, it made a caller's await loop go round once per
-     * such message); only {@code ready} or a {@link #signal()} ends the sleep early.
+     * waits for something, or while the queue is empty and payloads this worker keeps hold room in
+     * senders' bounce rings ({@link #keepDelivered}), beating before, after, and at least every
+     * {@link #HEAD_SLEEP_MAX_NANOS} between: no progress() runs meanwhile (the runtime's await loop
+     * does not call it), and senders waiting on a queue full behind that record, or for room in
+     * their bounce ring, must not judge this worker hung, whatever their heartbeat.timeout.
+     * (Beating only before and after, a worker slept up to half its own heartbeat.timeout unbeaten,
+     * and a sender whose timeout was shorter failed it as hung.) A sender's wake after a commit
+     * behind that record is no work this worker can do: it sleeps on (returning, it made a caller's
+     * await loop go round once per such message); only {@code ready} or a {@link #signal()} ends
+     * the sleep early.
      */
     private boolean sleepBeating(long nanos, java.util.function.BooleanSupplier ready) {
         long deadline = System.nanoTime() + nanos;
@@ -2382,6 +2391,10 @@ public final class ShmTransport implements Transport {
 
     private boolean isHeadUnblocked() {
         return !queue.isHeadBlocked();
+    }
+
+    private boolean hasRecordPending() {
+        return queue.hasPending();
     }
 
     /**

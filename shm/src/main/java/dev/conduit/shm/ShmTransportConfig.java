@@ -104,8 +104,8 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
         return ConfigKey.duration(p + ".heartbeat.timeout", Duration.ofSeconds(10),
                 "How long a peer that lives but makes no progress may keep a sender's messages waiting before its "
                         + "endpoint fails as hung. A peer beats at every progress() call, and at least every millisecond while "
-                        + "it sleeps in await on a message it cannot read yet; keep this above the longest its handlers, or "
-                        + "its pauses between calls, take.");
+                        + "it sleeps in await on a message it cannot read yet or while it keeps payloads; keep this above the "
+                        + "longest its handlers, or its pauses between calls, take.");
     }
 
     private static ConfigKey<Duration> unblock(String p) {

@@ -2248,6 +2248,36 @@ class ShmTransportTest {
     }
 
     /**
+     * A worker asleep in await with nothing to read, while its application keeps the large payload
+     * that fills a sender's bounce ring ({@code Message.keepPayload()}), beats at least every
+     * millisecond, whatever its own liveness.interval: that sender's next large message waits for
+     * room, and its endpoint does not fail (docs/plugins.md, "Kept payloads"). Only progress()
+     * beat there, which the runtime's await loop does not call: the sender failed it, "peer worker
+     * is hung: this connection's bounce ring stayed full and it made no progress for 410 ms" (found
+     * by review, with any Worker.await of heartbeat.timeout or more).
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aWorkerAsleepInAwaitWhileItKeepsThePayloadsThatFillASendersRingIsNotJudgedHung() {
+        List<Runnable> releases = new ArrayList<>();
+        Transport[] self = new Transport[1];
+        MessageSink keeping = new MessageSink() {
+            @Override
+            public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                  MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                Runnable release = self[0].keepDelivered();
+                if (release != null) releases.add(release);
+            }
+        };
+        Transport receiver = transport(keeping, "posix.liveness.interval", "1h");
+        self[0] = receiver;
+        int sent = aSenderBlockedWhileItAwaits(receiver, 40_000);
+        assertThat(sent).as("large messages before the ring was full").isEqualTo(1);
+        assertThat(releases).as("the payload kept").hasSize(1);
+        releases.getFirst().run();
+    }
+
+    /**
      * A send abandoned after its claim (its encoder threw) turns its record into padding and wakes
      * a sleeping receiver, which may sleep on that very record with committed ones behind it
      * (ShmTransport#awaitBlockedHead). It did not wake it (found by review).
