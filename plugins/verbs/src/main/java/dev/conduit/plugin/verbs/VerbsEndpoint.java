@@ -374,10 +374,12 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             }
         }
         MemorySegment buffers = ring.memory();
+        // Every record is copied into the buffer it goes in before any is taken or posted: a copy that throws (the caller's
+        // arena closed, even by another thread meanwhile, or confined to another thread; a fault in mapped memory) then keeps
+        // no buffer, and leaves the peer no message without its end.
         long payloadDone = 0;
         for (int r = 0; r < records; r++) {
-            int slot = freeSlots[--freeCount];
-            long at = (long) slot * transport.bufferSize;
+            long at = (long) freeSlots[freeCount - 1 - r] * transport.bufferSize;
             int headerHere = r == 0 ? headerLength : 0;
             long part = Math.min(payloadLength - payloadDone, recordSize - Records.HEADER - headerHere);
             Records.write(buffers, at, r == 0 ? Records.FIRST : Records.MORE, id, headerHere, (int) part, payloadLength);
@@ -386,7 +388,13 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             }
             MemorySegment.copy(payloadBuffer, payloadOffset + payloadDone, buffers, at + Records.HEADER + headerHere, part);
             payloadDone += part;
-            post(slot, VerbsAbi.IBV_WR_SEND, at, (int) (Records.HEADER + headerHere + part), 0, 0, 0, 0);
+        }
+        for (int r = 0; r < records; r++) {
+            int slot = freeSlots[--freeCount];
+            long at = (long) slot * transport.bufferSize;
+            int length = Records.HEADER + buffers.get(Records.INT, at + Records.HEADER_LENGTH)
+                    + buffers.get(Records.INT, at + Records.PART_LENGTH);
+            post(slot, VerbsAbi.IBV_WR_SEND, at, length, 0, 0, 0, 0);
             sent++;
         }
         return true;
@@ -441,7 +449,15 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             int part = (int) Math.min(length - first, recordSize);
             int slot = takeSlot();
             long at = (long) slot * transport.bufferSize;
-            MemorySegment.copy(source, first, buffers, at, part);
+            try {
+                MemorySegment.copy(source, first, buffers, at, part);
+            } catch (RuntimeException | Error e) {
+                // The source's arena closed, even by another thread meanwhile, or confined to another thread; a fault in its
+                // mapped memory: the part's buffer, taken and not posted, would wait for a completion that never comes. The
+                // parts posted before stay written, as when posting a part fails.
+                freeSlots[freeCount++] = slot;
+                throw e;
+            }
             post(slot, VerbsAbi.IBV_WR_RDMA_WRITE, at, part, remote + first, lastPayload.rkey(), 0, 0);
         }
     }

@@ -1193,6 +1193,89 @@ class LoopbackTransportTest {
         e.close(); // a failed endpoint's close drains nothing
     }
 
+    /**
+     * A segment the caller cannot read (its arena closed, or confined to another thread) used to
+     * fail the copy into a send buffer already taken, which was neither posted nor given back:
+     * {@code flush} waited for it until the peer failed, {@code close} for the wire-up timeout,
+     * and once every buffer was kept so {@code trySend} returned false for good.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0} of a segment {1}")
+    @org.junit.jupiter.params.provider.CsvSource({"trySend, closed", "trySend, of another thread", "put, closed", "put, of another thread"})
+    void aSegmentTheCallerCannotReadFailsOnlyItsCallAndKeepsNoSendBuffer(String operation, String unreadable) throws Exception {
+        TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "16");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4 * 4096);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4 * 4096);
+        Arena arena = Arena.ofConfined();
+        MemorySegment threeParts = arena.allocate(3 * 4096);
+        org.assertj.core.api.ThrowableAssert.ThrowingCallable call = operation.equals("put") ? () -> e.put(threeParts, region, 0)
+                : () -> e.trySend(1, MemorySegment.NULL, threeParts);
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        if (unreadable.equals("closed")) {
+            arena.close();
+            thrown.set(catchThrowable(call));
+        } else {
+            Thread.ofPlatform().start(() -> thrown.set(catchThrowable(call))).join();
+            arena.close();
+        }
+
+        assertThat(thrown.get()).isInstanceOf(unreadable.equals("closed") ? IllegalStateException.class : WrongThreadException.class);
+        assertThat(((VerbsEndpoint) e).freeSendBuffers()).as("send buffers free after the call that failed").isEqualTo(16);
+        send(e, 2, bytes("h"), bytes("after"), a, b);
+        e.flush();
+        progressUntil(() -> b.received.size() == 1, a, b);
+        assertThat(new String(b.received.getFirst().payload(), StandardCharsets.UTF_8)).isEqualTo("after");
+        assertThat(a.failures).isEmpty();
+        memory.free(chunk);
+    }
+
+    /**
+     * A payload whose memory faults part way (a file mapping truncated under it) fails its copy
+     * after the first record's or part's: a put has posted its first part, which is written, and
+     * gives back the faulting part's buffer; a trySend, which copies every record before posting
+     * any, posts none and keeps no buffer, where it used to post its first record, leaving the
+     * peer a message without its end, and keep the faulting record's buffer.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"trySend", "put"})
+    void aPayloadThatFaultsPartWayFailsItsCallKeepsNoSendBufferAndATrySendPostsNoRecordOfIt(String operation,
+            @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        TestWorker a = peer("verbs.buffer.size", "4k", "verbs.send.buffers", "16");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4 * 4096);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4 * 4096);
+        try (Arena arena = Arena.ofConfined();
+             java.nio.channels.FileChannel file = java.nio.channels.FileChannel.open(dir.resolve("payload"),
+                     java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            MemorySegment threeParts = file.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, 3 * 4096, arena);
+            threeParts.asSlice(0, 4096).fill((byte) 7);
+            file.truncate(4096); // the second and third pages are gone: reading them faults
+
+            assertThatThrownBy(() -> {
+                if (operation.equals("put")) e.put(threeParts, region, 0);
+                else e.trySend(1, MemorySegment.NULL, threeParts);
+            }).isInstanceOf(InternalError.class);
+        }
+        a.transport.progress(); // polls the completion of the put's first part: the simulation completes a write as it is posted
+        assertThat(((VerbsEndpoint) e).freeSendBuffers()).as("send buffers free after the call that faulted").isEqualTo(16);
+        if (operation.equals("put")) {
+            assertThat(chunk.segment().asSlice(0, 4096).mismatch(MemorySegment.ofArray(new byte[4096]).fill((byte) 7)))
+                    .as("first byte of the put's first part not written").isEqualTo(-1);
+        }
+        send(e, 2, bytes("h"), bytes("after"), a, b);
+        e.flush();
+        progressUntil(() -> b.received.size() == 1, a, b);
+        assertThat(b.received.getFirst().id()).as("the message after, the only one the peer received").isEqualTo(2);
+        assertThat(a.failures).isEmpty();
+        memory.free(chunk);
+    }
+
     @Test
     void aBufferSizeThatIsNotAMultipleOf64IsRefusedNamingTheKeyAndTheRemedy() {
         // 4100: the second buffer's record would start at 4100 and its 8-byte total sit at 4116, not 8-byte aligned.
