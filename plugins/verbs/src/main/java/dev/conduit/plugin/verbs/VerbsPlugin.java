@@ -3,6 +3,7 @@ package dev.conduit.plugin.verbs;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.MemoryProvider;
@@ -116,10 +117,15 @@ public final class VerbsPlugin implements ConduitPlugin {
     /** A transport for one worker, in the plugin's protection domain. */
     @Override
     public Transport openTransport(TransportContext context) {
+        return openTransport(context, Linux.libc());
+    }
+
+    /** Over another libc, for tests. */
+    Transport openTransport(TransportContext context, Libc libc) {
         VerbsDomain domain = domains.acquire(context.config(), context.logger());
         try {
-            return new VerbsTransport(domains, domain, context, Linux.libc());
-        } catch (RuntimeException e) {
+            return new VerbsTransport(domains, domain, context, libc);
+        } catch (RuntimeException | Error e) { // an Error too: the device context's last user closes it
             domains.release(domain);
             throw e;
         }

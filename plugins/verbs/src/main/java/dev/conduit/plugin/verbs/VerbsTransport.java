@@ -230,11 +230,15 @@ final class VerbsTransport implements Transport {
             address = new WireFormat.Address(token, domain.port(), domain.linkLayer(), domain.lid(), domain.gid(), domain.activeMtu(),
                     receiveBuffers, bufferSize, domain.responderDepth(), host, tcpPort).encode();
             wireupServer = new WireupServer(this, listener, token, MAX_CONNECTIONS, inboundLimit);
+            opened.add(wireupServer); // its selector; a thread that never started needs no stopping
             wireupServer.start();
         } catch (IOException e) {
             closeAll(opened);
             throw new ConduitException("verbs: cannot open the wire-up listener: " + e.getMessage(), e);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // An Error too (out of memory: "unable to create native thread" from the wire-up thread's start, or for the
+            // eventfd): left open, the queues and the channel would stay on the device and the subscription keep its events
+            // for nobody. Rethrown as it is, as Inbound.build rethrows one; the caller gives back its count of the context.
             closeAll(opened);
             throw e;
         }

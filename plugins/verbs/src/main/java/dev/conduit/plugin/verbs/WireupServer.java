@@ -100,7 +100,7 @@ final class WireupServer implements AutoCloseable {
         try {
             listener.configureBlocking(false);
             listener.register(selector, SelectionKey.OP_ACCEPT);
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | Error e) {
             selector.close();
             throw e;
         }

@@ -1457,6 +1457,36 @@ class LoopbackTransportTest {
     }
 
     /**
+     * An {@code Error} while a transport opens (out of memory for its wake-up eventfd here; "unable
+     * to create native thread" from the wire-up thread's start alike) used to leave open what it had
+     * opened: its completion channel and queues, its subscription to the device's events, the
+     * listener, and the plugin's count of the device context, which was never closed.
+     */
+    @Test
+    void anErrorWhileATransportOpensIsThrownAsItIsAndLeavesNothingOpenNorTheDeviceContext() {
+        OutOfMemoryError error = new OutOfMemoryError("simulated: no memory left for the eventfd");
+        dev.conduit.linux.Libc real = dev.conduit.linux.Linux.libc();
+        dev.conduit.linux.Libc failing = (dev.conduit.linux.Libc) java.lang.reflect.Proxy.newProxyInstance(
+                dev.conduit.linux.Libc.class.getClassLoader(), new Class<?>[] {dev.conduit.linux.Libc.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("eventfd")) {
+                        throw error;
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        VerbsPlugin plugin = new VerbsPlugin(library -> verbs);
+        dev.conduit.tck.TestContext context = dev.conduit.tck.TestContext.of("verbs.wireup.address", "127.0.0.1");
+
+        assertThatThrownBy(() -> plugin.openTransport(context.forTransport(dev.conduit.spi.ThreadMode.SINGLE,
+                (id, hb, ho, hl, pb, po, pl) -> { }), failing)).isSameAs(error);
+        assertThat(verbs.openObjects()).as("protection domains, completion channel and queues left open").isZero();
+        assertThat(verbs.contextsOpen()).as("device contexts left open").isZero();
+    }
+
+    /**
      * An endpoint's close waits up to verbs.wireup.timeout for its sends to complete, until a
      * deadline of now plus that timeout: one of about 292 years overflowed it to the past, and the
      * close tore the connection down at once, its sends in flight.

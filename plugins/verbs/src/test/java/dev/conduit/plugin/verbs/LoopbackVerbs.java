@@ -388,6 +388,11 @@ final class LoopbackVerbs implements Verbs {
         return regions.values().stream().anyMatch(mr -> mr.memory == memory);
     }
 
+    /** Device contexts open ({@code ibv_open_device} not yet closed), for leak checks. */
+    synchronized int contextsOpen() {
+        return devices.size();
+    }
+
     /** How many objects whose description starts with {@code kind} ("mr ", "qp ") are open. */
     synchronized long openOf(String kind) {
         return open.stream().filter(o -> o.startsWith(kind)).count();
