@@ -4,7 +4,8 @@ import java.util.Objects;
 
 /**
  * A {@code major.minor.patch[-qualifier]} version, ordered numerically; a version with a qualifier
- * ({@code 1.2.0-SNAPSHOT}) orders before the same version without one.
+ * ({@code 1.2.0-SNAPSHOT}) orders before the same version without one, and qualifiers order by
+ * their numbers where they have them ({@code 2.0.0-rc9} before {@code 2.0.0-rc10}).
  *
  * <p>What {@link ConduitPlugin#version()} returns; {@link ConduitPlugin#spiVersion()} returns the text
  * of one ({@link ConduitPlugin#SPI_VERSION}), which the runtime parses with {@link #parse}. The runtime
@@ -65,9 +66,57 @@ public record Version(int major, int minor, int patch, String qualifier) impleme
         if (c == 0 && !qualifier.equals(o.qualifier)) {
             if (qualifier.isEmpty()) return 1;
             if (o.qualifier.isEmpty()) return -1;
-            c = qualifier.compareTo(o.qualifier);
+            c = compareQualifiers(qualifier, o.qualifier);
         }
         return c;
+    }
+
+    /**
+     * Qualifiers run by run, a run being all digits or all else: digits by their number ({@code rc9}
+     * before {@code rc10}, which plain text order put the other way, so that of two plugins with one
+     * name the older won), other runs as text, digits before other text; then the one with runs left
+     * is later, and a tie (as {@code rc01} and {@code rc1}) goes by text, as {@code equals} does.
+     */
+    private static int compareQualifiers(String a, String b) {
+        int i = 0;
+        int j = 0;
+        while (i < a.length() && j < b.length()) {
+            boolean digitsA = isDigit(a.charAt(i));
+            boolean digitsB = isDigit(b.charAt(j));
+            int endA = runEnd(a, i, digitsA);
+            int endB = runEnd(b, j, digitsB);
+            int c;
+            if (digitsA && digitsB) {
+                String x = withoutLeadingZeros(a.substring(i, endA));
+                String y = withoutLeadingZeros(b.substring(j, endB));
+                c = x.length() != y.length() ? Integer.compare(x.length(), y.length()) : x.compareTo(y);
+            } else if (digitsA != digitsB) {
+                c = digitsA ? -1 : 1;
+            } else {
+                c = a.substring(i, endA).compareTo(b.substring(j, endB));
+            }
+            if (c != 0) return c;
+            i = endA;
+            j = endB;
+        }
+        int c = Integer.compare(a.length() - i, b.length() - j);
+        return c != 0 ? c : a.compareTo(b);
+    }
+
+    private static boolean isDigit(char c) {
+        return c >= '0' && c <= '9';
+    }
+
+    private static int runEnd(String s, int from, boolean digits) {
+        int end = from;
+        while (end < s.length() && isDigit(s.charAt(end)) == digits) end++;
+        return end;
+    }
+
+    private static String withoutLeadingZeros(String digits) {
+        int k = 0;
+        while (k < digits.length() - 1 && digits.charAt(k) == '0') k++;
+        return digits.substring(k);
     }
 
     @Override

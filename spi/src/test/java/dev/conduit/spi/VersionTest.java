@@ -65,6 +65,22 @@ class VersionTest {
         assertThat(Version.parse("1.2.0-rc1")).isGreaterThan(Version.parse("1.1.9"));
     }
 
+    /**
+     * Qualifiers order by their numbers where they have them: as text, {@code rc10} came before
+     * {@code rc9}, so that of two plugins with one name the older was kept.
+     */
+    @Test
+    void qualifiersOrderByTheirNumbers() {
+        assertThat(Version.parse("2.0.0-rc9")).isLessThan(Version.parse("2.0.0-rc10"));
+        assertThat(Version.parse("2.0.0-rc.2")).isLessThan(Version.parse("2.0.0-rc.10"));
+        assertThat(Version.parse("2.0.0-rc-2")).isLessThan(Version.parse("2.0.0-rc-10"));
+        assertThat(Version.parse("2.0.0-beta2")).isLessThan(Version.parse("2.0.0-rc1"));
+        assertThat(Version.parse("2.0.0-rc1")).isLessThan(Version.parse("2.0.0-rc1a"));
+        assertThat(Version.parse("2.0.0-1")).isLessThan(Version.parse("2.0.0-alpha"));
+        assertThat(Version.parse("2.0.0-rc01")).isNotEqualByComparingTo(Version.parse("2.0.0-rc1"))
+                .isGreaterThan(Version.parse("2.0.0-rc0"));
+    }
+
     @Test
     void equalVersionsCompareAsZeroWhateverTheirSpelling() {
         assertThat(Version.parse("1")).isEqualByComparingTo(Version.parse("1.0.0")).isEqualTo(Version.parse("1.0"));
