@@ -618,10 +618,11 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
-     * Whether the peer's lease is held at the check of {@code now}. A look that fails ({@code flock}:
-     * {@code ENOLCK}) proves no death: the peer is taken as alive, said at most once a minute, and
-     * the check goes on. Thrown, it left the transport's walk of its endpoints, so that those after
-     * this one were not checked, and no dead peer's files reclaimed, at every check while it lasted.
+     * Whether the peer's lease is held at the check of {@code now}, for a live endpoint and a failed
+     * one alike. A look that fails ({@code flock}: {@code ENOLCK}) proves no death: the peer is taken
+     * as alive, said at most once a minute, and the check goes on. Thrown, it left the transport's
+     * walk of its endpoints, so that those after this one were not checked, and no dead peer's files
+     * reclaimed, at every check while it lasted.
      */
     private boolean peerAliveAtCheck(long now) {
         try {
@@ -640,13 +641,7 @@ final class ShmEndpoint implements TransportEndpoint {
             // Failed at an earlier check: its peer found gone then, or failed while the peer lived (refused, judged hung, its
             // queue damaged or faulted). Once the peer is gone, what only it could use goes, or an endpoint dropped unclosed
             // kept it for good.
-            try {
-                if (!peerLease.ownerAliveAtCheck(now)) releaseForAPeerThatIsGone();
-            } catch (RuntimeException e) {
-                if (e instanceof IllegalStateException && releasedMeanwhile()) throw e; // not a failed look: see checkPeer
-                transport.failedEndpointLeaseChecks.log(() -> transport.plugin() + ": could not check the peer of a failed connection: "
-                        + e.getMessage(), e);
-            }
+            if (!peerAliveAtCheck(now)) releaseForAPeerThatIsGone();
             return false;
         }
         if (!peerAliveAtCheck(now)) { // the check's one flock of this lease, which its connections to this worker share

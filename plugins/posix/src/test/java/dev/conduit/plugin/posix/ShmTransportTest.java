@@ -5570,7 +5570,7 @@ class ShmTransportTest {
         }
         flockFails.set(false);
 
-        assertThat(logger.warnings().stream().filter(w -> w.contains("could not check the peer of a failed connection")))
+        assertThat(logger.warnings().stream().filter(w -> w.contains("could not check whether the peer of a connection lives")))
                 .as("said once, not at each of 20 checks").hasSize(1);
         assertThat(logger.thrownAt(System.Logger.Level.WARNING)).as("each record (this one, and the reclaim's of the peer found gone) "
                         + "carries its failure, its stack and causes: " + logger.warnings())
