@@ -88,11 +88,16 @@ public final class PayloadReader {
         return v;
     }
 
-    /** A 64-bit value that must lie in {@code [min, max]}. */
+    /**
+     * An unsigned 64-bit value that must lie in {@code [min, max]}. The bounds are unsigned too, as the
+     * value is: {@code -1L} as {@code max} means 2<sup>64</sup>&nbsp;&minus;&nbsp;1, and a value of 2<sup>63</sup>
+     * or more is refused by a {@code max} of {@link Long#MAX_VALUE}, never taken for a negative number.
+     */
     public long u64InRange(String field, long min, long max) {
         long v = u64(field);
-        if (v < min || v > max) {
-            throw invalid(field, "value " + Long.toUnsignedString(v) + " is outside [" + min + ", " + max + "]");
+        if (Long.compareUnsigned(v, min) < 0 || Long.compareUnsigned(v, max) > 0) {
+            throw invalid(field, "value " + Long.toUnsignedString(v) + " is outside ["
+                    + Long.toUnsignedString(min) + ", " + Long.toUnsignedString(max) + "]");
         }
         return v;
     }

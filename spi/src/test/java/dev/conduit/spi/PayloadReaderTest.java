@@ -96,6 +96,16 @@ class PayloadReaderTest {
             assertThat(assertInvalid(r, x -> x.u64InRange("count", 6, 10), "count")).hasMessageContaining("value 11 is outside [6, 10]");
         }
 
+        /** The bounds are unsigned as the value is: compared signed, a max of 2^64 - 1 refused 5. */
+        @Test
+        void u64InRangeComparesItsBoundsUnsigned() {
+            PayloadReader r = reader(new PayloadWriter().u64(5).u64(-1L).u64(Long.MIN_VALUE).toByteArray());
+            assertThat(r.u64InRange("any", 0, -1L)).isEqualTo(5);
+            assertThat(r.u64InRange("any", 0, -1L)).isEqualTo(-1L);
+            assertThat(assertInvalid(r, x -> x.u64InRange("high", Long.MIN_VALUE + 1, -1L), "high"))
+                    .hasMessageContaining("value 9223372036854775808 is outside [9223372036854775809, 18446744073709551615]");
+        }
+
         @Test
         void endRefusesTrailingBytes() {
             PayloadReader r = reader(new byte[5]);
