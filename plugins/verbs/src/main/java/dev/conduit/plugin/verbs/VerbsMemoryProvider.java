@@ -57,17 +57,23 @@ final class VerbsMemoryProvider implements MemoryProvider {
                     + "registered on it works any more: close this pool and open a new one, which opens the device again");
         }
         Arena arena = Arena.ofShared();
+        Verbs.MemoryRegion mr = null;
         try {
             MemorySegment memory = arena.allocate(size, PAGE);
-            Verbs.MemoryRegion mr = domain.protectionDomain().register(memory, domain.access());
+            mr = domain.protectionDomain().register(memory, domain.access());
             VerbsChunk chunk = new VerbsChunk(memory, arena);
             chunks.put(chunk, mr);
             return chunk;
-        } catch (OutOfMemoryError e) {
-            arena.close();
-            throw new ConduitException("verbs: cannot allocate a chunk of " + size + " bytes: " + e.getMessage(), e);
-        } catch (RuntimeException e) {
-            arena.close();
+        } catch (Throwable e) {
+            // Any Error too (a StackOverflowError out of the downcall): nothing else will ever free this memory.
+            RuntimeException kept = new Teardown("freeing a chunk of " + size + " bytes whose allocation failed").region(mr).memory(arena)
+                    .failure();
+            if (kept != null) {
+                e.addSuppressed(kept);
+            }
+            if (e instanceof OutOfMemoryError) {
+                throw new ConduitException("verbs: cannot allocate a chunk of " + size + " bytes: " + e.getMessage(), e);
+            }
             throw e;
         }
     }

@@ -681,6 +681,28 @@ class LoopbackTransportTest {
     }
 
     /**
+     * A chunk whose registration fails is freed whatever the failure: an Error other than running out
+     * of memory (a stack overflow in the downcall) kept its memory allocated for the process's life.
+     */
+    @Test
+    void aChunkWhoseRegistrationFailsIsFreedWhateverFailedAndTheProviderGoesOn() {
+        MemoryProvider provider = peer().memory();
+        closing.add(provider::close);
+        StackOverflowError overflow = new StackOverflowError("in ibv_reg_mr");
+        verbs.throwFromNextRegister(overflow);
+        assertThatThrownBy(() -> provider.allocate(4096)).isSameAs(overflow);
+        verbs.throwFromNextRegister(new OutOfMemoryError("Java heap space"));
+        assertThatThrownBy(() -> provider.allocate(8192)).isInstanceOf(ConduitException.class)
+                .hasMessage("verbs: cannot allocate a chunk of 8192 bytes: Java heap space");
+        verbs.failNext("ibv_reg_mr", 1, Errno.ENOMEM);
+        assertThatThrownBy(() -> provider.allocate(12288)).hasMessageContaining("ibv_reg_mr").hasMessageContaining("ENOMEM");
+
+        assertThat(verbs.refusedRegistrations()).extracting(MemorySegment::byteSize).containsExactly(4096L, 8192L, 12288L);
+        assertThat(verbs.refusedRegistrations()).allSatisfy(memory -> assertThat(memory.scope().isAlive()).as("freed").isFalse());
+        provider.free(provider.allocate(4096));
+    }
+
+    /**
      * The acceptor writes the connector's credit word through the connector's queue pair, and
      * reaches nothing else through it: a hostile acceptor that learns a chunk's key and address
      * (any handle of it) could read, write or add to it through that queue pair while it granted

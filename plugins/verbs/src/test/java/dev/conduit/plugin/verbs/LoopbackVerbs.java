@@ -117,6 +117,10 @@ final class LoopbackVerbs implements Verbs {
     private Error postReceiveError;
     /** What the next {@code ibv_post_send} throws ({@link #throwFromNextPostSend}), or {@code null}. */
     private Error postSendError;
+    /** What the next {@code ibv_reg_mr} throws ({@link #throwFromNextRegister}), or {@code null}. */
+    private Error registerError;
+    /** The memory of every {@code ibv_reg_mr} that failed ({@link #failNext}, {@link #throwFromNextRegister}). */
+    private final List<MemorySegment> refusedRegistrations = new ArrayList<>();
     /** The completion queue whose completions {@link #delayCompletions} holds back, or {@code null}. */
     private Cq delayedQueue;
     private final List<Wc> delayed = new ArrayList<>();
@@ -187,7 +191,7 @@ final class LoopbackVerbs implements Verbs {
     }
 
     /**
-     * Makes the next {@code count} calls of {@code call} ({@code ibv_post_recv}, {@code ibv_post_send} of an RDMA write,
+     * Makes the next {@code count} calls of {@code call} ({@code ibv_reg_mr}, {@code ibv_post_recv}, {@code ibv_post_send} of an RDMA write,
      * {@code ibv_destroy_qp}, {@code ibv_dereg_mr}) fail with {@code errno}.
      */
     synchronized void failNext(String call, int count, int errno) {
@@ -202,6 +206,16 @@ final class LoopbackVerbs implements Verbs {
     /** Makes the next {@code ibv_post_send} throw {@code error}, as running out of memory or a fault in mapped memory in the call would. */
     synchronized void throwFromNextPostSend(Error error) {
         postSendError = error;
+    }
+
+    /** Makes the next {@code ibv_reg_mr} throw {@code error}, as an Error out of the downcall (a stack overflow) would. */
+    synchronized void throwFromNextRegister(Error error) {
+        registerError = error;
+    }
+
+    /** The memory of every {@code ibv_reg_mr} that failed so far, in order. */
+    synchronized List<MemorySegment> refusedRegistrations() {
+        return List.copyOf(refusedRegistrations);
     }
 
     /** Throws the failure {@link #failNext} asked for {@code call}, if one is due. */
@@ -496,6 +510,17 @@ final class LoopbackVerbs implements Verbs {
                 throw new IllegalArgumentException("ibv_reg_mr of heap memory");
             }
             synchronized (LoopbackVerbs.this) {
+                Error error = registerError;
+                registerError = null;
+                try {
+                    if (error != null) {
+                        throw error;
+                    }
+                    maybeFail("ibv_reg_mr", "loop0 " + memory.byteSize() + " bytes");
+                } catch (RuntimeException | Error e) {
+                    refusedRegistrations.add(memory);
+                    throw e;
+                }
                 Mr mr = new Mr(this, memory, access, nextKey++);
                 regions.put(mr.key, mr);
                 open.add(mr.toString());
