@@ -241,9 +241,13 @@ final class PerfCommand implements Callable<Integer> {
             throw usage("--shared-dir " + sharedDir + (Files.exists(sharedDir) ? " is not a directory" : " does not exist")
                     + ": give a directory both processes see (a tmpfs such as /dev/shm), or create it");
         }
-        if (sizes.isEmpty() && spec.commandLine().getParseResult().hasMatchedOption("--sizes")) {
-            // picocli splits "-s ," into no value at all: without this, the run measured the default sizes instead.
-            throw usage("-s names no size: give sizes separated by commas, e.g. -s 8,4k,1m");
+        if (spec.commandLine().getParseResult().hasMatchedOption("--sizes")) {
+            // picocli drops an empty size at the end ("-s 1m," measured 1m alone, "-s ," the default sizes): refused as ",," is.
+            for (String given : spec.commandLine().getParseResult().matchedOption("--sizes").originalStringValues()) {
+                if (given.strip().endsWith(",")) {
+                    throw usage("-s '" + given + "' names an empty size: give sizes separated by commas, e.g. -s 8,4k,1m");
+                }
+            }
         }
         if (iterations != null && duration != null) throw usage("-n and -d exclude each other: measure a number of iterations or for a duration");
         if (iterations != null && (iterations < 1 || iterations > 1_000_000_000L)) throw usage("-n must be from 1 to 1000000000, not " + iterations);
@@ -294,10 +298,16 @@ final class PerfCommand implements Callable<Integer> {
             }
         }
         if (connect != null && !connect.isEmpty()) {
+            PerfParsing.HostPort at;
             try {
-                PerfParsing.hostPort(connect);
+                at = PerfParsing.hostPort(connect);
             } catch (IllegalArgumentException e) {
                 throw usage("--connect: " + e.getMessage());
+            }
+            if (at.port() == 0) {
+                // Port 0 asks the kernel for a free port when listening; connecting to it reaches no server.
+                throw usage("--connect " + connect + ": port 0 is no server's port: give the port the server listens on "
+                        + "(a server started with --listen HOST:0 prints the port it got)");
             }
         }
         Set<PerfTest> tests = new LinkedHashSet<>();
