@@ -414,24 +414,35 @@ class FdServerTest {
 
     /**
      * A socket replaced, between its bind and its chmod, by a symbolic link to a file of this user
-     * (another user who may write a shared directory that is not sticky) or by a file: the start
+     * (another user who may write a shared directory that is not sticky), by a file, or by that
+     * user's own socket (which it would have made rw-rw-rw- for itself): the start
      * fails naming the path and what is there, changes nothing, and the next export starts the
      * server with its socket's mode. The chmod went by path and followed the link: with
      * memfd.allowed.uids set, the user's file (~/.bashrc, say) became rw-rw-rw- (found by a review).
      */
     @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
-    @org.junit.jupiter.params.provider.ValueSource(strings = {"a symbolic link", "a regular file"})
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"a symbolic link", "a regular file", "another user's socket"})
     void aSocketReplacedBeforeItsChmodFailsTheStartNamingWhatIsThereAndChangesNothing(String planted, @TempDir Path home)
             throws Exception {
         Path victim = Files.createFile(home.resolve("bashrc"), PosixFilePermissions.asFileAttribute(OWNER_ONLY));
         java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
         Libc replacing = replacingTheSocketAfterBind(address -> once.compareAndSet(false, true), address -> {
-            if (planted.equals("a symbolic link")) {
-                Files.createSymbolicLink(address, victim);
-            } else {
-                Files.createFile(address, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+            switch (planted) {
+                case "a symbolic link" -> Files.createSymbolicLink(address, victim);
+                case "a regular file" -> Files.createFile(address, PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+                default -> {
+                    // Its own socket, which that user would gladly see made rw-rw-rw- (the tests run as root, who may chown).
+                    try (java.nio.channels.ServerSocketChannel theirs = java.nio.channels.ServerSocketChannel.open(
+                            java.net.StandardProtocolFamily.UNIX)) {
+                        theirs.bind(java.net.UnixDomainSocketAddress.of(address));
+                    }
+                    Files.setAttribute(address, "unix:uid", otherUid, LinkOption.NOFOLLOW_LINKS);
+                }
             }
         });
+        String found = planted.equals("another user's socket")
+                ? "a socket of uid " + Integer.toUnsignedString(otherUid) + ", not of this process's user (uid " + libc.geteuid() + ")"
+                : planted;
         Map<String, String> config = Map.of("memfd.allowed.uids", Integer.toUnsignedString(otherUid));
         try (MemfdProvider provider = MemfdProvider.open(replacing, TestContext.of(shared, config))) {
             Chunk chunk = provider.allocate(SIZE);
@@ -439,7 +450,7 @@ class FdServerTest {
                     .isInstanceOf(dev.conduit.spi.ConduitException.class)
                     .hasMessageStartingWith("cannot set the permissions of the memfd fd server's socket " + shared.resolve("conduit-memfd-"))
                     .hasMessageContaining(" to rw-rw-rw-: " + shared.resolve("conduit-memfd-"))
-                    .hasMessageContaining(".sock is now " + planted + ", not the socket this process bound there")
+                    .hasMessageContaining(".sock is now " + found + ", not the socket this process bound there")
                     .hasMessageContaining("nothing was changed")
                     .hasMessageContaining("make it sticky (chmod +t");
             assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(victim))).isEqualTo("rw-------");
