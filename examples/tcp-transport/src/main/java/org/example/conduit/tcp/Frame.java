@@ -1,5 +1,10 @@
 package org.example.conduit.tcp;
 
+import dev.conduit.spi.ConduitException;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
 /**
  * The wire format, at version {@link #VERSION}, which the transport's address carries first: a
  * peer of another version is refused at the connect, naming both, rather than misreading the
@@ -35,7 +40,28 @@ final class Frame {
     static final int HELLO_PREFIX = TOKEN_LENGTH + 2;
     static final int PREFIX = 12;
     static final int MAX_HEADER = 1024;
+    /**
+     * The largest {@code tcp.max.payload}: a whole frame sits in one {@link ByteBuffer}, whose
+     * capacity is an int, so a larger key would overflow its size; 1 GiB is the round size below.
+     */
+    static final long MAX_PAYLOAD = 1L << 30;
 
     private Frame() {
+    }
+
+    /**
+     * A direct buffer for one whole frame of up to {@code maxPayload} bytes of payload. Direct
+     * memory is bounded apart from the heap (-XX:MaxDirectMemorySize): running out of it is a
+     * ConduitException naming the key that sizes the buffer, not an Error from deep inside a connect
+     * or a progress().
+     */
+    static ByteBuffer buffer(int maxPayload) {
+        int capacity = PREFIX + MAX_HEADER + maxPayload;
+        try {
+            return ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
+        } catch (OutOfMemoryError e) {
+            throw new ConduitException("tcp: no direct memory for a connection's frame buffer of " + capacity + " bytes ("
+                    + e.getMessage() + "); lower tcp.max.payload (CONDUIT_TCP_MAX_PAYLOAD) or raise the JVM's -XX:MaxDirectMemorySize", e);
+        }
     }
 }

@@ -7,7 +7,6 @@ import dev.conduit.spi.TransportEndpoint;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
 
 /**
@@ -36,12 +35,13 @@ final class TcpEndpoint implements TransportEndpoint {
     private PeerFailedException broken;
     private boolean closed;
 
-    TcpEndpoint(SocketChannel channel, EndpointEvents events, int maxPayload, String peer) {
+    /** {@code out}: a {@link Frame#buffer} for {@code maxPayload}, made before the connection, which this then owns. */
+    TcpEndpoint(SocketChannel channel, ByteBuffer out, EndpointEvents events, int maxPayload, String peer) {
         this.channel = channel;
         this.events = events;
         this.maxPayload = maxPayload;
         this.peer = peer;
-        this.out = ByteBuffer.allocateDirect(Frame.PREFIX + Frame.MAX_HEADER + maxPayload).order(ByteOrder.LITTLE_ENDIAN);
+        this.out = out;
         this.outSegment = MemorySegment.ofBuffer(out);
         out.limit(0);
     }

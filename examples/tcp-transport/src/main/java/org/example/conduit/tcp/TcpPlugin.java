@@ -30,7 +30,7 @@ public final class TcpPlugin implements ConduitPlugin {
 
     static final ConfigKey<String> HOST = ConfigKey.string("tcp.host", "127.0.0.1",
             "The address the transport listens on and publishes to peers, e.g. 127.0.0.1 or a host's LAN address.");
-    static final ConfigKey<Long> MAX_PAYLOAD = ConfigKey.bytes("tcp.max.payload", 1L << 20, 1024,
+    static final ConfigKey<Long> MAX_PAYLOAD = ConfigKey.bytes("tcp.max.payload", 1L << 20, 1024, Frame.MAX_PAYLOAD,
             "The largest payload one message carries; the receiver's buffer holds one whole message.");
     static final ConfigKey<Duration> CONNECT_TIMEOUT = ConfigKey.duration("tcp.connect.timeout", Duration.ofSeconds(2),
             "How long connect waits for the peer's host to accept the connection before it fails.");

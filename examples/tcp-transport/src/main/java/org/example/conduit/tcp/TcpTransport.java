@@ -131,6 +131,10 @@ final class TcpTransport implements Transport {
                         + "): a container with a network of its own, or another host. Set tcp.host (CONDUIT_TCP_HOST) on the peer's "
                         + "side to an address this process reaches, or connect over a transport that crosses it (memfd, posix)");
             }
+            // The peer takes no frame larger than its own limit: a larger one it would drop, and the connection with it.
+            int payload = (int) Math.min(maxPayload, peerMaxPayload);
+            // Made before the socket: a buffer that cannot be made leaves no connection to close.
+            ByteBuffer frame = Frame.buffer(payload);
             channel = SocketChannel.open();
             channel.socket().connect(new InetSocketAddress(peerHost, port),
                     (int) Math.clamp(connectTimeout.toMillis(), 1, Integer.MAX_VALUE));
@@ -139,8 +143,7 @@ final class TcpTransport implements Transport {
                     .put(peerToken).putShort((short) address.length).put(address).flip();
             while (hello.hasRemaining()) channel.write(hello);
             channel.configureBlocking(false);
-            // The peer takes no frame larger than its own limit: a larger one it would drop, and the connection with it.
-            TcpEndpoint ep = new TcpEndpoint(channel, events, (int) Math.min(maxPayload, peerMaxPayload), peer);
+            TcpEndpoint ep = new TcpEndpoint(channel, frame, events, payload, peer);
             endpoints.add(ep);
             return ep;
         } catch (ConnectException e) {
@@ -157,6 +160,9 @@ final class TcpTransport implements Transport {
             closeQuietly(channel);
             throw new ConduitException("tcp: cannot connect to " + peer + ": " + PayloadReader.printable(String.valueOf(e.getMessage()))
                     + " (is the peer worker open and tcp.host an address this host can reach?)", e);
+        } catch (RuntimeException | Error e) {
+            closeQuietly(channel); // whatever failed, no connection outlives a connect that returns none
+            throw e;
         }
     }
 
@@ -166,8 +172,13 @@ final class TcpTransport implements Transport {
         int events = 0;
         try {
             for (SocketChannel c; (c = server.accept()) != null; ) {
-                c.configureBlocking(false);
-                inbound.add(new Inbound(c, Frame.PREFIX + Frame.MAX_HEADER + maxPayload));
+                try {
+                    c.configureBlocking(false);
+                    inbound.add(new Inbound(c));
+                } catch (IOException | RuntimeException | Error e) {
+                    closeQuietly(c); // not yet in inbound, which close() closes
+                    throw e;
+                }
             }
         } catch (IOException e) {
             acceptFailed.log(() -> "tcp: accept failed: " + e.getMessage());
@@ -246,7 +257,6 @@ final class TcpTransport implements Transport {
     /** A connection a peer opened to this transport: its hello (token, then its sender's address), then frames, each delivered once whole. */
     private final class Inbound {
         private final SocketChannel channel;
-        private final int capacity;
         /**
          * Until the hello is read, room for its token and address length, then for the address
          * alone: a connection whose peer presents no token (anyone who reaches the port can open
@@ -261,9 +271,8 @@ final class TcpTransport implements Transport {
         /** The key its messages are delivered with, once its hello is read; 0 before. */
         private long key;
 
-        Inbound(SocketChannel channel, int capacity) {
+        Inbound(SocketChannel channel) {
             this.channel = channel;
-            this.capacity = capacity;
         }
 
         /** Reads what arrived and delivers every whole frame; -1 at end of stream. */
@@ -286,10 +295,12 @@ final class TcpTransport implements Transport {
             if (senderAddress == null) {
                 int n = channel.read(buffer);
                 if (buffer.hasRemaining()) return n < 0 ? -1 : 0;
+                // Made first: a connection whose buffer cannot be made is dropped (Frame.buffer's exception) before it gets a key.
+                ByteBuffer frames = Frame.buffer(maxPayload);
                 senderAddress = buffer.array();
                 key = ++lastKey;
                 senders.put(key, this);
-                buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.LITTLE_ENDIAN);
+                buffer = frames;
                 segment = MemorySegment.ofBuffer(buffer).asReadOnly();
             }
             int n = channel.read(buffer);
