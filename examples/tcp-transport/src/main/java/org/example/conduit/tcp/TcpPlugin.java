@@ -2,6 +2,7 @@ package org.example.conduit.tcp;
 
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PluginContext;
@@ -11,7 +12,6 @@ import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.Version;
 
 import java.io.IOException;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
@@ -29,7 +29,8 @@ import java.util.Set;
 public final class TcpPlugin implements ConduitPlugin {
 
     static final ConfigKey<String> HOST = ConfigKey.string("tcp.host", "127.0.0.1",
-            "The address the transport listens on and publishes to peers, e.g. 127.0.0.1 or a host's LAN address.");
+            "The address the transport listens on and publishes to peers, e.g. 127.0.0.1 or a host's LAN address; not a "
+                    + "wildcard (0.0.0.0, ::), which names no host to a peer.");
     static final ConfigKey<Long> MAX_PAYLOAD = ConfigKey.bytes("tcp.max.payload", 1L << 20, 1024, Frame.MAX_PAYLOAD,
             "The largest payload one message carries; the receiver's buffer holds one whole message.");
     static final ConfigKey<Duration> CONNECT_TIMEOUT = ConfigKey.duration("tcp.connect.timeout", Duration.ofSeconds(2),
@@ -59,8 +60,10 @@ public final class TcpPlugin implements ConduitPlugin {
     public Availability probe(PluginContext context) {
         String host = context.config().get(HOST);
         try (ServerSocketChannel probe = ServerSocketChannel.open()) {
-            probe.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
+            probe.bind(new InetSocketAddress(TcpTransport.listenAddress(host), 0));
             return Availability.available(Map.of("listen", host));
+        } catch (ConduitException e) {
+            return Availability.unavailable(e.getMessage());
         } catch (IOException | RuntimeException e) {
             return Availability.unavailable("cannot listen on " + host + " (" + e.getMessage() + "); set tcp.host (CONDUIT_TCP_HOST) to a local address");
         }

@@ -92,14 +92,30 @@ final class TcpTransport implements Transport {
     static TcpTransport open(TransportContext context, String host, int maxPayload, Duration connectTimeout) {
         ServerSocketChannel server = null;
         try {
+            InetAddress listen = listenAddress(host);
             server = ServerSocketChannel.open();
-            server.bind(new InetSocketAddress(InetAddress.getByName(host), 0));
+            server.bind(new InetSocketAddress(listen, 0));
             server.configureBlocking(false);
             return new TcpTransport(context, server, host, maxPayload, connectTimeout);
         } catch (IOException e) {
             closeQuietly(server);
             throw new ConduitException("tcp: cannot listen on " + host + ": " + e.getMessage() + "; set tcp.host (CONDUIT_TCP_HOST) to a local address", e);
         }
+    }
+
+    /**
+     * {@code tcp.host} resolved, refused when it is a wildcard ({@code 0.0.0.0}, {@code ::}): the
+     * host is published to peers as it is, and a peer that connects to a wildcard reaches its own
+     * host, where nothing listens, and takes the refusal for this worker's death.
+     */
+    static InetAddress listenAddress(String host) throws IOException {
+        InetAddress address = InetAddress.getByName(host);
+        if (address.isAnyLocalAddress()) {
+            throw new ConduitException("tcp: tcp.host (CONDUIT_TCP_HOST) is " + host + ", the wildcard address, which the transport "
+                    + "would publish to peers as it is, and which names no host to them: set it to an address of this host that the "
+                    + "peers reach, such as its LAN address, or 127.0.0.1 for peers on this host alone");
+        }
+        return address;
     }
 
     @Override

@@ -230,6 +230,26 @@ class TcpTransportTest {
         }
     }
 
+    /**
+     * A wildcard tcp.host binds, but the transport publishes its host as it is, and a peer that
+     * connects to a wildcard reaches its own host: nothing listens there, and the peer would take
+     * the refusal for this worker's death. So the probe and the open refuse it, naming the key and
+     * what to set instead.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"0.0.0.0", "::"})
+    void aWildcardHostIsRefusedByTheProbeAndTheOpenNamingTheKey(String wildcard, @TempDir Path shared) {
+        TestContext context = TestContext.of(shared, "tcp.host", wildcard);
+        var probed = new TcpPlugin().probe(context);
+        assertFalse(probed.isAvailable(), "the probe of tcp.host=" + wildcard + ": " + probed);
+        ConduitException refusal = assertThrows(ConduitException.class, () -> new TcpPlugin()
+                .openTransport(context.forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { })).close());
+        for (String said : List.of(probed.reason(), refusal.getMessage())) {
+            assertTrue(said.contains("tcp.host (CONDUIT_TCP_HOST) is " + wildcard + ", the wildcard address")
+                    && said.contains("set it to an address of this host that the peers reach"), said);
+        }
+    }
+
     /** The token {@code transport}'s address carries, its last bytes. */
     private static byte[] tokenOf(Transport transport) {
         byte[] address = transport.address();
