@@ -32,13 +32,13 @@ class TwoProcessesTest {
         try {
             BufferedReader responderOut = new BufferedReader(new InputStreamReader(responder.getInputStream(), StandardCharsets.UTF_8));
             String first = responderOut.readLine();
-            assertTrue(first != null && first.startsWith("ADDRESS "), "the responder's first line: " + first + "; stderr: " + stderr(responder));
+            assertTrue(first != null && first.startsWith("ADDRESS "), "the responder's first line: " + first + "; stderr: " + stderr(responder, "respond"));
             caller = start("call", first.substring("ADDRESS ".length()));
             List<String> lines = new String(caller.getInputStream().readAllBytes(), StandardCharsets.UTF_8).lines().toList();
             assertTrue(caller.waitFor(120, TimeUnit.SECONDS), "the caller ended");
-            assertEquals(0, caller.exitValue(), "the caller's exit code; stdout " + lines + "; stderr: " + stderr(caller));
+            assertEquals(0, caller.exitValue(), "the caller's exit code; stdout " + lines + "; stderr: " + stderr(caller, "call"));
             assertTrue(responder.waitFor(120, TimeUnit.SECONDS), "the responder ended");
-            assertEquals(0, responder.exitValue(), "the responder's exit code; stderr: " + stderr(responder));
+            assertEquals(0, responder.exitValue(), "the responder's exit code; stderr: " + stderr(responder, "respond"));
             long sum = 0;
             for (int i = 0; i < MessagingApp.LONGS; i++) sum += i * 3L;
             assertEquals(List.of(
@@ -58,17 +58,25 @@ class TwoProcessesTest {
                 "-p", System.getProperty("app.classes") + File.pathSeparator + System.getProperty("app.modules"),
                 "-m", "org.example.conduit.app/" + MessagingApp.class.getName()));
         command.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(command).redirectError(shared.resolve(args[0] + ".stderr").toFile());
+        ProcessBuilder pb = new ProcessBuilder(command).redirectError(stderrFile(args[0]).toFile());
         pb.environment().keySet().removeIf(k -> k.startsWith("CONDUIT_"));
         pb.environment().put("CONDUIT_PLUGIN_PATH", System.getProperty("app.plugins"));
         pb.environment().put("CONDUIT_SHARED_DIR", shared.toString());
         return pb.start();
     }
 
-    private String stderr(Process p) throws Exception {
+    /** Where {@link #start} puts the stderr of a process started as {@code role} ("respond", "call"). */
+    private Path stderrFile(String role) {
+        return shared.resolve(role + ".stderr");
+    }
+
+    /**
+     * The stderr of {@code p}, started as {@code role}: named by the caller, because a process that
+     * has exited shows no arguments ({@code ProcessHandle.Info}), from which it was guessed.
+     */
+    private String stderr(Process p, String role) throws Exception {
         p.waitFor(10, TimeUnit.SECONDS);
-        String name = p.info().arguments().map(a -> a[a.length - 1].equals("respond") ? "respond" : "call").orElse("call");
-        Path file = shared.resolve(name + ".stderr");
+        Path file = stderrFile(role);
         return Files.exists(file) ? Files.readString(file) : "";
     }
 }
