@@ -393,6 +393,7 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     public boolean compareAndSwapInt(long offset, int expected, int value) {
         MemorySegment s = w();
         long at = at(offset, 4);
+        faultBeforeSwap(s, at);
         try {
             return INT_ATOMIC.compareAndSet(s, at, expected, value);
         } catch (IllegalArgumentException e) {
@@ -404,11 +405,27 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
     public boolean compareAndSwapLong(long offset, long expected, long value) {
         MemorySegment s = w();
         long at = at(offset, 8);
+        faultBeforeSwap(s, at);
         try {
             return LONG_ATOMIC.compareAndSet(s, at, expected, value);
         } catch (IllegalArgumentException e) {
             throw misaligned("compareAndSwapLong", offset, 8, e);
         }
+    }
+
+    /**
+     * Reads the first byte of the word a compare-and-swap is about to swap, so that a page a peer
+     * truncated (a posix chunk is a file any same-user process may shrink) faults here: this read
+     * throws the JVM's {@code InternalError}, as every read through the view does, where the CAS,
+     * when the interpreter runs it, is not guarded and kills the JVM with {@code SIGBUS}
+     * (docs/decisions.md, "SIGBUS on a truncated posix mapping"). An aligned word lies in one page;
+     * a misaligned one never reaches memory (the CAS refuses it). A truncate between this read and
+     * the CAS is the remaining window. The CAS of every form goes through here: Chronicle's
+     * {@code testAndSetInt}, {@code compareAndSwapFloat/Double}, {@code addAndGet*} and
+     * {@code writeMax*} call {@link #compareAndSwapInt} or {@link #compareAndSwapLong}.
+     */
+    private static void faultBeforeSwap(MemorySegment memory, long at) {
+        memory.get(ValueLayout.JAVA_BYTE, at);
     }
 
     @Override
