@@ -44,7 +44,8 @@ public final class ChronicleMessages {
     private final SegmentBytesStore sendStore;
     private final Bytes<Void> sendBytes;
     private final SegmentBytesStore receiveStore;
-    private final Bytes<Void> receiveBytes;
+    /** Replaced only after a handler released it ({@link #open}). */
+    private Bytes<Void> receiveBytes;
     /** Points the sending view at the target's range, not at a view of it: nothing is allocated per send. */
     private final PayloadEncoder encoder = (PayloadEncoder.Ranged) this::encode;
     private WriteBytesMarshallable marshalling;
@@ -54,13 +55,17 @@ public final class ChronicleMessages {
         // Before a Chronicle class initializes: without its flags that failed naming neither flag nor remedy.
         ChronicleFlags.require();
         sendStore = new SegmentBytesStore(MemorySegment.NULL, () -> marshalling != null, "a message being sent", true);
-        sendBytes = sendStore.bytesForWrite();
+        sendBytes = view(sendStore);
         receiveStore = new SegmentBytesStore(MemorySegment.NULL, () -> receiving, "a received message's payload", true);
-        receiveBytes = receiveStore.bytesForWrite();
+        receiveBytes = view(receiveStore);
+    }
+
+    private static Bytes<Void> view(SegmentBytesStore store) {
+        Bytes<Void> bytes = store.bytesForWrite();
         // With assertions on, Chronicle ties a Bytes to the first thread that used it; a SERIALIZED worker's handlers
         // run on whichever thread progresses it, one at a time, which the runtime's guard ensures, not this check.
-        sendBytes.singleThreadedCheckDisabled(true);
-        receiveBytes.singleThreadedCheckDisabled(true);
+        bytes.singleThreadedCheckDisabled(true);
+        return bytes;
     }
 
     /**
@@ -136,6 +141,11 @@ public final class ChronicleMessages {
      * {@link Bytes} (read position 0, read limit the payload's length), valid during the call:
      * its {@code readWrite()} is {@code false}, and a write throws {@link IllegalArgumentException}
      * (the payload is the transport's memory; copy it to change it).
+     *
+     * <p>The view is this instance's, pointed at the next message once the call returns: there is
+     * nothing to release. A handler that releases it anyway ({@code releaseLast()}, or
+     * {@code unchecked(true)}, which releases the {@code Bytes} it is called on) costs the next
+     * message a new view, the one allocation of a receive.
      */
     public MessageHandler handler(PayloadHandler handler) {
         Objects.requireNonNull(handler, "handler");
@@ -151,6 +161,9 @@ public final class ChronicleMessages {
 
     private Bytes<Void> open(Message message) {
         if (receiving) throw new IllegalStateException("this ChronicleMessages is already reading a message (use one per thread)");
+        // Released by a handler (releaseLast(), or unchecked(true), which releases the Bytes it is called on), the view
+        // would throw "released" for every later message, each consumed and lost: a new one, allocated only after that.
+        if (receiveBytes.refCount() == 0) receiveBytes = view(receiveStore);
         long length = message.payloadSize();
         // The payload's range of the transport's read-only buffer: no view per message.
         receiveStore.point(message.payloadBuffer(), message.payloadOffset(), length);
@@ -165,7 +178,11 @@ public final class ChronicleMessages {
         receiveStore.point(MemorySegment.NULL);
     }
 
-    /** Handles one message's payload as Chronicle {@link Bytes}; both are valid only during the call. */
+    /**
+     * Handles one message's payload as Chronicle {@link Bytes}; both are valid only during the call.
+     * The {@code Bytes} is the {@link ChronicleMessages} instance's, reused for the next message:
+     * do not release it ({@link ChronicleMessages#handler}).
+     */
     @FunctionalInterface
     public interface PayloadHandler {
         void onPayload(Message message, Bytes<?> payload);

@@ -475,4 +475,45 @@ class ChronicleMessagesTest {
         assertThat(sum[1]).isEqualTo(sent[0]);
         assertThat(allocated).as("bytes allocated to receive %d messages through ChronicleMessages", messages).isLessThan(messages);
     }
+
+    /**
+     * A handler that lets go of its payload's view the Chronicle way ({@code releaseLast()}, or
+     * {@code unchecked(true)}, which releases the view it is called on) affects its own message
+     * only: the next message through the same instance is read as every other. The view is the
+     * instance's, pointed at each message in turn, and a released view stays released.
+     */
+    @Test
+    void aHandlerThatReleasesItsPayloadsViewLeavesTheInstanceReadingTheNextMessage() {
+        connect();
+        List<String> read = new ArrayList<>();
+        List<ChronicleMessages.PayloadHandler> lettingGo = List.of(
+                (message, payload) -> payload.releaseLast(),
+                (message, payload) -> read.add("unchecked " + payload.unchecked(true).readLong(0)));
+        for (int id = 0; id < lettingGo.size(); id++) {
+            ChronicleMessages in = new ChronicleMessages();
+            ChronicleMessages.PayloadHandler first = lettingGo.get(id);
+            boolean[] handled = {false};
+            receiver.onMessage(QUOTE + 1 + id, in.handler((message, payload) -> {
+                if (!handled[0]) {
+                    handled[0] = true;
+                    first.onPayload(message, payload);
+                    return;
+                }
+                try {
+                    Quote quote = new Quote();
+                    quote.readMarshallable(payload);
+                    read.add(quote.describe());
+                } catch (RuntimeException e) {
+                    read.add(e.toString());
+                }
+            }));
+        }
+        ChronicleMessages out = new ChronicleMessages();
+        for (int id = 0; id < lettingGo.size(); id++) {
+            out.send(endpoint, QUOTE + 1 + id, new Quote(1, 1.5, 2, "A", 0), 256);
+            out.send(endpoint, QUOTE + 1 + id, new Quote(2, 2.5, 3, "B", 0), 256);
+        }
+        progressUntil(() -> read.size() == 3);
+        assertThat(read).containsExactly("2/2.5/3/B/0", "unchecked 1", "2/2.5/3/B/0");
+    }
 }
