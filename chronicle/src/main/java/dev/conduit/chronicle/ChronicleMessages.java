@@ -11,6 +11,7 @@ import net.openhft.chronicle.bytes.ReadBytesMarshallable;
 import net.openhft.chronicle.bytes.WriteBytesMarshallable;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.BufferOverflowException;
 import java.util.Objects;
 
 /**
@@ -78,7 +79,9 @@ public final class ChronicleMessages {
      * @return the payload's length
      * @throws IllegalStateException when the marshalled form would exceed {@code maxLength}
      *                               (Chronicle's overflow, or the exception Chronicle wrapped it in,
-     *                               is its cause); nothing is sent
+     *                               is its cause); nothing is sent. An overflow that Chronicle did
+     *                               not throw (of a {@code ByteBuffer} of the marshallable's own,
+     *                               say) is not the view's: it reaches the caller as it was
      */
     public long send(Endpoint endpoint, int id, MemorySegment header, WriteBytesMarshallable payload, long maxLength) {
         Objects.requireNonNull(payload, "payload");
@@ -111,12 +114,24 @@ public final class ChronicleMessages {
         return sendBytes.writePosition();
     }
 
-    /** Whether {@code e} is Chronicle's overflow, also one it wrapped (a text append past the limit is an IndexOutOfBoundsException of it). */
+    /**
+     * Whether {@code e} is the sending view's overflow, also one Chronicle wrapped (a text append
+     * past the limit is an {@code IndexOutOfBoundsException} of it): a {@link BufferOverflowException}
+     * thrown by Chronicle's code. One thrown elsewhere (by a {@code ByteBuffer} of the marshallable's
+     * own) is the marshallable's, which no maxLength helps. Read on the failure path only: a trace
+     * is not cheap. A fixed-size Chronicle {@code Bytes} of the marshallable's own overflows as the
+     * view does, and is reported as the view's.
+     */
     private static boolean overflowed(Throwable e) {
         for (int depth = 0; e != null && depth < 8; e = e.getCause(), depth++) {
-            if (e instanceof java.nio.BufferOverflowException) return true;
+            if (e instanceof BufferOverflowException && thrownByChronicle(e)) return true;
         }
         return false;
+    }
+
+    private static boolean thrownByChronicle(Throwable e) {
+        StackTraceElement[] trace = e.getStackTrace();
+        return trace.length > 0 && trace[0].getClassName().startsWith("net.openhft.chronicle.");
     }
 
     /**

@@ -477,6 +477,22 @@ class ChronicleMessagesTest {
     }
 
     /**
+     * An overflow that is not the sending view's (here a {@code ByteBuffer} of the marshallable's
+     * own, too small for what it puts) reaches the caller as it was: it says nothing of maxLength,
+     * and raising maxLength, which the send's message advises, would not help.
+     */
+    @Test
+    void anOverflowOfABufferOfTheMarshallablesOwnIsNotReportedAsAPayloadLargerThanMaxLength() {
+        ChronicleMessages out = new ChronicleMessages();
+        Endpoint inPlace = new EncodingAt(Arena.ofAuto().allocate(8192), 0);
+        java.nio.ByteBuffer scratch = java.nio.ByteBuffer.allocate(4);
+        assertThatThrownBy(() -> out.send(inPlace, QUOTE, bytes -> {
+            bytes.writeLong(1);
+            scratch.clear().putLong(2); // the marshallable's own mistake: 8 bytes into 4
+        }, 2048)).isInstanceOf(java.nio.BufferOverflowException.class);
+    }
+
+    /**
      * A handler that lets go of its payload's view the Chronicle way ({@code releaseLast()}, or
      * {@code unchecked(true)}, which releases the view it is called on) affects its own message
      * only: the next message through the same instance is read as every other. The view is the
