@@ -222,6 +222,16 @@ class ChronicleViewsTest {
         b.writeOrderedInt(16, 9);
         assertThat(a.readVolatileInt(16)).isEqualTo(9);
         assertThat(a.addAndGetLong(24, 3)).isEqualTo(3);
+        assertThat(b.addAndGetLong(24, -5)).isEqualTo(-2);
+        assertThat(a.addAndGetInt(20, 7)).isEqualTo(7);
+        assertThat(b.addAndGetInt(20, 1)).isEqualTo(8);
+        assertThat(a.addAndGetDouble(40, 1.5)).isEqualTo(1.5);
+        assertThat(b.addAndGetDouble(40, 1.25)).isEqualTo(2.75);
+        assertThat(a.addAndGetFloat(48, 0.5f)).isEqualTo(0.5f);
+        assertThat(b.compareAndSwapFloat(48, 0.5f, 2f)).isTrue();
+        assertThat(a.compareAndSwapFloat(48, 0.5f, 3f)).as("the other view swapped it to 2").isFalse();
+        assertThat(a.compareAndSwapDouble(40, 2.75, -1)).isTrue();
+        assertThat(b.readDouble(40)).isEqualTo(-1);
         assertThatThrownBy(() -> a.compareAndSwapLong(4, 0, 1)).isInstanceOf(IllegalArgumentException.class);
 
         int threads = 2;

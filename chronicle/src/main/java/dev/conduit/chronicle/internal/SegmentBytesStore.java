@@ -391,25 +391,45 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public boolean compareAndSwapInt(long offset, int expected, int value) {
+        return swapInt("compareAndSwapInt", offset, expected, value);
+    }
+
+    @Override
+    public boolean compareAndSwapLong(long offset, long expected, long value) {
+        return swapLong("compareAndSwapLong", offset, expected, value);
+    }
+
+    /** The CAS of the raw bits, as Chronicle's default; here so that a misaligned one is said of this operation. */
+    @Override
+    public boolean compareAndSwapFloat(long offset, float expected, float value) {
+        return swapInt("compareAndSwapFloat", offset, Float.floatToRawIntBits(expected), Float.floatToRawIntBits(value));
+    }
+
+    /** The CAS of the raw bits, as Chronicle's default; here so that a misaligned one is said of this operation. */
+    @Override
+    public boolean compareAndSwapDouble(long offset, double expected, double value) {
+        return swapLong("compareAndSwapDouble", offset, Double.doubleToRawLongBits(expected), Double.doubleToRawLongBits(value));
+    }
+
+    private boolean swapInt(String operation, long offset, int expected, int value) {
         MemorySegment s = w();
         long at = at(offset, 4);
         faultBeforeSwap(s, at);
         try {
             return INT_ATOMIC.compareAndSet(s, at, expected, value);
         } catch (IllegalArgumentException e) {
-            throw misaligned("compareAndSwapInt", offset, 4, e);
+            throw misaligned(operation, offset, 4, e);
         }
     }
 
-    @Override
-    public boolean compareAndSwapLong(long offset, long expected, long value) {
+    private boolean swapLong(String operation, long offset, long expected, long value) {
         MemorySegment s = w();
         long at = at(offset, 8);
         faultBeforeSwap(s, at);
         try {
             return LONG_ATOMIC.compareAndSet(s, at, expected, value);
         } catch (IllegalArgumentException e) {
-            throw misaligned("compareAndSwapLong", offset, 8, e);
+            throw misaligned(operation, offset, 8, e);
         }
     }
 
@@ -420,12 +440,70 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
      * when the interpreter runs it, is not guarded and kills the JVM with {@code SIGBUS}
      * (docs/decisions.md, "SIGBUS on a truncated posix mapping"). An aligned word lies in one page;
      * a misaligned one never reaches memory (the CAS refuses it). A truncate between this read and
-     * the CAS is the remaining window. The CAS of every form goes through here: Chronicle's
-     * {@code testAndSetInt}, {@code compareAndSwapFloat/Double}, {@code addAndGet*} and
-     * {@code writeMax*} call {@link #compareAndSwapInt} or {@link #compareAndSwapLong}.
+     * the CAS is the remaining window. Every CAS of the view's but the loops of
+     * {@code addAndGetFloat/Double}, which read the word first themselves, goes through here
+     * ({@code testAndSetInt} and Chronicle's {@code writeMax*} call {@link #compareAndSwapInt} or
+     * {@link #compareAndSwapLong}); {@code addAndGetInt/Long} are a {@code getAndAdd}, which faults
+     * as a read does.
      */
     private static void faultBeforeSwap(MemorySegment memory, long at) {
         memory.get(ValueLayout.JAVA_BYTE, at);
+    }
+
+    /** The CPU's atomic add; here, not Chronicle's loop of reads and CASes, so that a misaligned one is said of this operation. */
+    @Override
+    public int addAndGetInt(long offset, int adding) {
+        MemorySegment s = w();
+        long at = at(offset, 4);
+        try {
+            return (int) INT_ATOMIC.getAndAdd(s, at, adding) + adding;
+        } catch (IllegalArgumentException e) {
+            throw misaligned("addAndGetInt", offset, 4, e);
+        }
+    }
+
+    /** The CPU's atomic add; here, not Chronicle's loop of reads and CASes, so that a misaligned one is said of this operation. */
+    @Override
+    public long addAndGetLong(long offset, long adding) {
+        MemorySegment s = w();
+        long at = at(offset, 8);
+        try {
+            return (long) LONG_ATOMIC.getAndAdd(s, at, adding) + adding;
+        } catch (IllegalArgumentException e) {
+            throw misaligned("addAndGetLong", offset, 8, e);
+        }
+    }
+
+    /** Chronicle's loop of a volatile read and a CAS of the raw bits; here so that a misaligned one is said of this operation. */
+    @Override
+    public float addAndGetFloat(long offset, float adding) {
+        MemorySegment s = w();
+        long at = at(offset, 4);
+        try {
+            while (true) {
+                int bits = (int) INT_ATOMIC.getVolatile(s, at);
+                float sum = Float.intBitsToFloat(bits) + adding;
+                if (INT_ATOMIC.compareAndSet(s, at, bits, Float.floatToRawIntBits(sum))) return sum;
+            }
+        } catch (IllegalArgumentException e) {
+            throw misaligned("addAndGetFloat", offset, 4, e);
+        }
+    }
+
+    /** Chronicle's loop of a volatile read and a CAS of the raw bits; here so that a misaligned one is said of this operation. */
+    @Override
+    public double addAndGetDouble(long offset, double adding) {
+        MemorySegment s = w();
+        long at = at(offset, 8);
+        try {
+            while (true) {
+                long bits = (long) LONG_ATOMIC.getVolatile(s, at);
+                double sum = Double.longBitsToDouble(bits) + adding;
+                if (LONG_ATOMIC.compareAndSet(s, at, bits, Double.doubleToRawLongBits(sum))) return sum;
+            }
+        } catch (IllegalArgumentException e) {
+            throw misaligned("addAndGetDouble", offset, 8, e);
+        }
     }
 
     @Override
