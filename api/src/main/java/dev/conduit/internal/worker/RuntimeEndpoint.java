@@ -710,14 +710,20 @@ final class RuntimeEndpoint implements Endpoint {
         try {
             checkUsable();
             RuntimePeerRegion region = new RuntimePeerRegion(this, worker.remoteMemory().open(handle));
+            RuntimeException refused;
             synchronized (regions) {
-                // Under PASS_THROUGH this endpoint's close may have run meanwhile: it sets closed, then takes the regions here.
-                if (!closed) {
+                // Under PASS_THROUGH another thread may have run this endpoint's close (it sets closed) or reported its
+                // failure (it sets failure; releaseFailed follows) meanwhile: each then takes the regions here, and a
+                // region added after it would be released by nobody.
+                if (closed) {
+                    refused = closedException();
+                } else if (failure != null) {
+                    refused = rethrowable();
+                } else {
                     regions.add(region);
                     return region;
                 }
             }
-            RuntimeException refused = closedException();
             try {
                 region.closeByEndpoint();
             } catch (RuntimeException | Error e) {

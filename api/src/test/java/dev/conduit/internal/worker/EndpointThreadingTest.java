@@ -8,6 +8,7 @@ import dev.conduit.Worker;
 import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -34,6 +35,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import static dev.conduit.internal.worker.Loopbacks.longs;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 /**
  * Endpoints obey their worker's thread mode, handlers run on the progress thread, and await sleeps
@@ -345,6 +347,44 @@ class EndpointThreadingTest {
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("is closed");
         assertThat(conduit.ipcCacheStats().entriesInUse()).as("the region the call opened was released").isZero();
+    }
+
+    /**
+     * As an endpoint's close, the report of its failure may run on another thread (a PASS_THROUGH
+     * progress()) while a peer region is being opened on it; that report gives the endpoint's
+     * regions back and takes the endpoint from its worker. A region opened after it must be
+     * released too, and the call throw the failure, as it does on an endpoint that failed before.
+     */
+    @Test
+    void aPeerRegionThatTheReportOfItsEndpointsFailureOvertookIsReleasedAndThrowsTheFailure() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        Conduit conduit = loopbacks.conduit(plugin, memory);
+        Worker worker = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        Endpoint endpoint = worker.connect(conduit.newWorker(ThreadMode.MULTI).address());
+        byte[] handle = conduit.pool("inproc").allocate(4096).exportHandle();
+        AtomicBoolean ran = new AtomicBoolean();
+        memory.whileMapping = () -> {
+            if (!ran.compareAndSet(false, true)) return;
+            try {
+                onAnotherThread(() -> {
+                    plugin.transports.getLast().kill(); // the peer's
+                    worker.progress();
+                    return null;
+                });
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        };
+
+        Throwable thrown = catchThrowable(() -> endpoint.peerRegion(handle));
+        PeerFailedException failure = endpoint.failure();
+        assertThat(failure).as("the other thread's progress() reported the failure").isNotNull();
+        worker.close(); // the endpoint is no longer the worker's: its close reaches no region the endpoint still lists
+        assertThat(conduit.ipcCacheStats().entriesInUse()).as("the region the call opened was released").isZero();
+        assertThat(thrown).as("the failure, as on an endpoint that failed before the call").isInstanceOf(PeerFailedException.class)
+                .hasCause(failure);
     }
 
     @ParameterizedTest
