@@ -41,14 +41,19 @@ public interface Region extends AutoCloseable {
     byte[] exportHandle();
 
     /**
-     * Whether the region is still allocated: {@code false} once {@link #close()} was called or its
+     * Whether the region is still allocated: {@code false} once {@link #close()} returned or its
      * {@link Pool} closed. For
      * views that must refuse use after free (a {@code dev.conduit.chronicle} view checks it on every
      * access); the segment itself cannot tell.
      */
     boolean isOpen();
 
-    /** Frees the region. Idempotent. */
+    /**
+     * Frees the region. Idempotent once it returned. The plugin may refuse to free a region's chunk
+     * of its own while its memory is in use (another thread inside a native call on it: a futex
+     * wait, say): the close then throws, and the region stays allocated, open and counted against
+     * {@code pool.max.size}; close it again once that use ended.
+     */
     @Override
     void close();
 }

@@ -79,9 +79,15 @@ final class PoolRegion implements Region {
     public void close() {
         if (!FREED.compareAndSet(this, 0, 1)) return;
         if (sizeClass != null) {
-            pool.free(sizeClass, this);
-        } else {
+            pool.free(sizeClass, this); // takes no provider call: a class's chunks go back only with the pool
+            return;
+        }
+        try {
             pool.freeDedicated(chunk);
+        } catch (RuntimeException | Error e) {
+            // The provider refused the free and the pool kept the chunk: open again, the region's next close tries again.
+            FREED.setVolatile(this, 0);
+            throw e;
         }
     }
 }

@@ -214,11 +214,19 @@ public final class RuntimePool implements Pool {
         if (!closed) c.free(region);
     }
 
+    /**
+     * Gives a region's chunk of its own back to the provider. A provider may refuse while the chunk
+     * is in use (memfd, posix and devdax, while another thread is in a native call on its memory:
+     * the chunk then stays allocated, to be freed again later): the pool then keeps the chunk, and
+     * counts it, for the region's next close to try again, as every close of the pool tries again a
+     * provider's close it refused.
+     */
     void freeDedicated(PooledChunk chunk) {
         providerLock.lock();
         try {
-            if (closed || dedicated.remove(chunk) == null) return;
+            if (closed || !dedicated.containsKey(chunk)) return;
             provider.free(chunk.chunk);
+            dedicated.remove(chunk);
             heldBytes -= chunk.segment.byteSize();
         } finally {
             providerLock.unlock();

@@ -87,6 +87,29 @@ class RuntimePoolTest {
         assertThat(bounded.allocate(2 * CHUNK).size()).as("the closed region's chunk given back").isEqualTo(2 * CHUNK);
     }
 
+    /**
+     * A provider may refuse to free a chunk still in use (memfd's free, while another thread is in a
+     * native call on its memory: "the chunk is then still allocated ... and can be freed again
+     * later"), as it may refuse its close, which the pool's next close tries again. The close of a
+     * region with a chunk of its own then throws, and a later close must give the chunk back, to the
+     * provider and to pool.max.size's count, not leave it allocated until the pool closes.
+     */
+    @Test
+    void aRegionWhoseOwnChunkTheProviderRefusedToFreeGivesItBackAtItsNextClose() {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
+                .set("pool.chunk.size", Long.toString(CHUNK)).set("pool.max.size", Long.toString(2 * CHUNK)).build();
+        Pool bounded = conduit.pool("inproc");
+        Region own = bounded.allocate(2 * CHUNK);
+        plugin.failingFrees.set(1);
+        assertThatThrownBy(own::close).isInstanceOf(ConduitException.class).hasMessageContaining("free failed on purpose");
+        assertThat(own.isOpen()).as("still allocated, as the provider keeps it").isTrue();
+
+        own.close();
+        assertThat(plugin.chunksFreed).as("the chunk given back to the provider").hasValue(1);
+        assertThat(own.isOpen()).isFalse();
+        assertThat(bounded.allocate(2 * CHUNK).size()).as("its bytes given back to pool.max.size's count").isEqualTo(2 * CHUNK);
+    }
+
     @Test
     void regionsHaveTheAskedSizeAndDoNotOverlap() {
         pool();
