@@ -25,8 +25,9 @@ import java.util.function.Consumer;
  * JVM, a worker's polling thread included; a latency-critical process that hands on many small
  * payloads copies them into memory of its own instead ({@link Message#copyPayload(long,
  * java.lang.foreign.MemorySegment, long, long)}), whose reuse stops nobody.
- * {@code close()} may be called from any thread, and more than once (the calls after the first do
- * nothing). After it, {@link #segment()} throws {@link IllegalStateException}; a view taken before
+ * {@code close()} may be called from any thread, and more than once (the calls after one that
+ * returned do nothing; one that threw, refused while another thread's native call held a copy's
+ * memory, left the payload open for a later close to try again). After it, {@link #segment()} throws {@link IllegalStateException}; a view taken before
  * reads a copy's memory no more (it throws {@link IllegalStateException}), and a view of a payload
  * kept in place reads bytes that are the transport's to reuse, i.e. undefined, until the transport
  * unmaps them (it then throws too: never a JVM crash).
@@ -76,15 +77,24 @@ public final class KeptPayload implements AutoCloseable {
         return segment;
     }
 
-    /** Gives the payload's memory back; idempotent, and callable from any thread. */
+    /**
+     * Gives the payload's memory back; callable from any thread, and idempotent once it returned.
+     *
+     * @throws IllegalStateException when the JDK refuses to close a copy's arena: another thread is
+     *         inside a native call that holds a segment of it. The payload then stays open and its
+     *         memory held; close it again once that call returned
+     */
     @Override
     public void close() {
         if (!CLOSED.compareAndSet(this, false, true)) return;
         try {
             release.run();
-        } finally {
-            forget.accept(this);
+        } catch (RuntimeException | Error e) {
+            // Not given back: open again, and still the worker's, so that a later close, or the worker's, tries again.
+            CLOSED.setVolatile(this, false);
+            throw e;
         }
+        forget.accept(this);
     }
 
     /** Says the payload's length, or that it is closed; never throws. */
