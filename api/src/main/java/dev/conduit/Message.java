@@ -181,7 +181,7 @@ public final class Message {
      * or die meanwhile); closing the worker that received it closes it.
      *
      * @throws IllegalStateException when called after the handler returned, a second time for the
-     *         same message, or while the worker closes
+     *         same message once a call returned a {@code KeptPayload}, or while the worker closes
      * @throws dev.conduit.spi.ConduitException when the transport failed to keep it, naming the
      *         transport
      */
@@ -209,8 +209,9 @@ public final class Message {
             }
             keep = new KeptPayload(copy.asReadOnly(), arena::close, forget(sink));
         }
-        kept = true;
+        // Then only: a worker closed meanwhile gives back what was kept and throws, and returns no KeptPayload to share.
         if (sink != null) sink.keepUntilClosed(keep);
+        kept = true;
         return keep;
     }
 

@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.KeptPayload;
 import dev.conduit.Message;
+import dev.conduit.ThreadPolicy;
 import dev.conduit.Worker;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.AfterEach;
@@ -12,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -26,6 +28,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * operation (the SPI's default) has the runtime keep a copy.
  */
 class KeptPayloadTest {
+
+    /** How long a test waits for another thread before it gives up and fails: a hang guard, not a timing. */
+    private static final Duration HANG_GUARD = Duration.ofSeconds(30);
 
     private final Loopbacks loopbacks = new Loopbacks();
 
@@ -165,6 +170,44 @@ class KeptPayloadTest {
         assertThatThrownBy(() -> escaped.get().keepPayload()).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("only valid during the handler call").hasMessageContaining("keepPayload()");
         assertThat(kept.getFirst().segment().get(ValueLayout.JAVA_BYTE, 9)).isEqualTo((byte) 10);
+    }
+
+    /**
+     * Under PASS_THROUGH another thread may close the worker while a handler runs: keepPayload
+     * then gives back what it kept and says the worker was closed, and so does a second call, as
+     * no KeptPayload was returned. The second call used to say keepPayload was called already, and
+     * to share the KeptPayload it returned.
+     */
+    @Test
+    void aKeepThatTheWorkersCloseRefusedSaysSoAgainWhenRetriedNotThatItWasCalledAlready() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 16, true);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.MULTI);
+        Worker receiver = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(receiver.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        Endpoint endpoint = sender.connect(receiver.address());
+        List<Throwable> thrown = new ArrayList<>();
+        receiver.onMessage(1, m -> {
+            Thread closing = Thread.ofPlatform().start(receiver::close);
+            try {
+                closing.join(HANG_GUARD);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+            assertThat(closing.isAlive()).as("the worker's close on another thread gave up (hang guard)").isFalse();
+            for (int call = 0; call < 2; call++) {
+                try {
+                    m.keepPayload();
+                } catch (RuntimeException e) {
+                    thrown.add(e);
+                }
+            }
+        });
+        endpoint.send(1, payload(1, 10));
+        progressUntil(() -> !thrown.isEmpty(), sender, receiver);
+
+        assertThat(thrown).hasSize(2).allSatisfy(e -> assertThat(e).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the worker that received it was closed while its handler ran"));
     }
 
     /**
