@@ -51,8 +51,9 @@ public interface Region extends AutoCloseable {
     /**
      * Frees the region. Idempotent once it returned. The plugin may refuse to free a region's chunk
      * of its own while its memory is in use (another thread inside a native call on it: a futex
-     * wait, say): the close then throws, and the region stays allocated, open and counted against
-     * {@code pool.max.size}; close it again once that use ended.
+     * wait, say): the close then throws {@link IllegalStateException}, and the region stays
+     * allocated, open and counted against {@code pool.max.size}; close it again once that use
+     * ended. Any other exception from the plugin's free leaves the region closed.
      */
     @Override
     void close();

@@ -47,6 +47,13 @@ public interface MemoryProvider extends AutoCloseable {
     /**
      * Frees {@code chunk}: unmaps it here and revokes its export, so that a later import of a handle
      * to it fails cleanly. Mappings other processes already hold stay valid until they unmap.
+     *
+     * @throws IllegalStateException when the chunk's memory is in use here and cannot be unmapped yet
+     *         (another thread inside a native call holding it: the JDK's {@code Arena.close} refuses):
+     *         the chunk stays allocated and the provider's, and the runtime frees it again at its
+     *         region's next close. Any other exception means the chunk is no more the provider's to
+     *         free (freed in part, or its memory kept for good, as verbs keeps memory a device may
+     *         still write): the runtime does not try again
      */
     void free(Chunk chunk);
 

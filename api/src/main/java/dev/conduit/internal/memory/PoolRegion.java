@@ -84,10 +84,10 @@ final class PoolRegion implements Region {
         }
         try {
             pool.freeDedicated(chunk);
-        } catch (RuntimeException | Error e) {
-            // The provider refused the free and the pool kept the chunk: open again, the region's next close tries again.
+        } catch (IllegalStateException inUse) {
+            // The provider refused the free while the chunk is in use, and the pool kept it: open again, the next close tries again.
             FREED.setVolatile(this, 0);
-            throw e;
+            throw inUse;
         }
     }
 }

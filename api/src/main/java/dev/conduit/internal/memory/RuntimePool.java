@@ -215,17 +215,26 @@ public final class RuntimePool implements Pool {
     }
 
     /**
-     * Gives a region's chunk of its own back to the provider. A provider may refuse while the chunk
-     * is in use (memfd, posix and devdax, while another thread is in a native call on its memory:
-     * the chunk then stays allocated, to be freed again later): the pool then keeps the chunk, and
-     * counts it, for the region's next close to try again, as every close of the pool tries again a
-     * provider's close it refused.
+     * Gives a region's chunk of its own back to the provider. A provider refuses while the chunk is
+     * in use ({@link IllegalStateException}: memfd, posix and devdax, while another thread is in a
+     * native call on its memory; the chunk stays allocated, to be freed again later): the pool then
+     * keeps the chunk, and counts it, for the region's next close to try again, as every close of
+     * the pool tries again a provider's close it refused. Any other failure leaves the chunk no more
+     * the provider's to free ({@link dev.conduit.spi.MemoryProvider#free}): it is not tried again,
+     * and stays counted until the pool closes, as its memory may be kept.
      */
     void freeDedicated(PooledChunk chunk) {
         providerLock.lock();
         try {
             if (closed || !dedicated.containsKey(chunk)) return;
-            provider.free(chunk.chunk);
+            try {
+                provider.free(chunk.chunk);
+            } catch (IllegalStateException inUse) {
+                throw inUse;
+            } catch (RuntimeException | Error e) {
+                dedicated.remove(chunk);
+                throw e;
+            }
             dedicated.remove(chunk);
             heldBytes -= chunk.segment.byteSize();
         } finally {

@@ -41,8 +41,10 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger failingUnmaps = new AtomicInteger();
     /** When set, the next unmap throws it instead of unmapping (an Error: a fault in the plugin's own code). */
     public final java.util.concurrent.atomic.AtomicReference<Error> unmapError = new java.util.concurrent.atomic.AtomicReference<>();
-    /** How many of the next frees fail (the chunk stays the provider's), as a chunk still in use does. */
+    /** How many of the next frees are refused (the chunk stays the provider's), as a chunk still in use is: IllegalStateException. */
     public final AtomicInteger failingFrees = new AtomicInteger();
+    /** How many of the next frees fail giving the chunk up (no longer the provider's, its memory kept), as verbs' does when its deregistration fails. */
+    public final AtomicInteger abandoningFrees = new AtomicInteger();
     /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
     public final AtomicInteger failingProviderCloses = new AtomicInteger();
     /** What imported mappings answer to {@link ChunkMapping#exporterState()}, asked each time. */
@@ -196,9 +198,14 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
         @Override
         public void free(Chunk chunk) {
             if (failingFrees.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-                throw new ConduitException("free failed on purpose: chunk still in use");
+                throw new IllegalStateException("free failed on purpose: chunk still in use");
             }
             InProcessChunk c = (InProcessChunk) chunk;
+            if (abandoningFrees.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                live.remove(c);
+                exported.remove(c.token()[0]);
+                throw new ConduitException("free failed on purpose: the chunk's memory is kept for good");
+            }
             if (live.remove(c)) {
                 exported.remove(c.token()[0]);
                 chunksFreed.incrementAndGet();

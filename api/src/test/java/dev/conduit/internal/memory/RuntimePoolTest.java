@@ -101,13 +101,31 @@ class RuntimePoolTest {
         Pool bounded = conduit.pool("inproc");
         Region own = bounded.allocate(2 * CHUNK);
         plugin.failingFrees.set(1);
-        assertThatThrownBy(own::close).isInstanceOf(ConduitException.class).hasMessageContaining("free failed on purpose");
+        assertThatThrownBy(own::close).isInstanceOf(IllegalStateException.class).hasMessageContaining("free failed on purpose");
         assertThat(own.isOpen()).as("still allocated, as the provider keeps it").isTrue();
 
         own.close();
         assertThat(plugin.chunksFreed).as("the chunk given back to the provider").hasValue(1);
         assertThat(own.isOpen()).isFalse();
         assertThat(bounded.allocate(2 * CHUNK).size()).as("its bytes given back to pool.max.size's count").isEqualTo(2 * CHUNK);
+    }
+
+    /**
+     * A free that fails otherwise leaves the chunk no more the provider's (verbs, whose
+     * deregistration failed, keeps the memory for good): the region is closed, and its next close
+     * does nothing, where a retry would ask the provider to free a chunk it no longer has.
+     */
+    @Test
+    void aRegionWhoseOwnChunkTheProviderGaveUpWhileFreeingItIsClosedAndNotFreedAgain() {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
+                .set("pool.chunk.size", Long.toString(CHUNK)).build();
+        Region own = conduit.pool("inproc").allocate(2 * CHUNK);
+        plugin.abandoningFrees.set(1);
+        assertThatThrownBy(own::close).isInstanceOf(ConduitException.class).hasMessageContaining("kept for good");
+        assertThat(own.isOpen()).isFalse();
+
+        own.close();
+        assertThat(plugin.chunksFreed).as("never freed: the provider gave it up").hasValue(0);
     }
 
     @Test
