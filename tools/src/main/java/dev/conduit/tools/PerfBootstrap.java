@@ -161,7 +161,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                         if (regionSize <= 0) throw new IllegalArgumentException("a region size is above 0");
                     }
                     case "address" -> address = Base64.getDecoder().decode(value(f, 1));
-                    case "region" -> regions.put(value(f, 1), Base64.getDecoder().decode(value(f, 2)));
+                    case "region" -> regions.put(shownAsIs(value(f, 1), "a plugin name"), Base64.getDecoder().decode(value(f, 2)));
                     default -> { } // later versions may add lines
                 }
             } catch (RuntimeException e) {

@@ -192,7 +192,7 @@ final class PerfClient implements AutoCloseable {
                 serverFailure = new PerfProtocol.Reader(m, "FAILED").string();
                 // Thrown from the handler, progress() throws it in whatever wait or loop called it: each calls progress,
                 // and none need look for it. The server closes its endpoint next, which said only that its worker closed.
-                throw new ConduitException("the perf server failed during " + phase + ", on its side: " + serverFailure);
+                throw new ConduitException("the perf server failed during " + phase + ", on its side: " + SharedFiles.shown(serverFailure));
             });
             worker.onMessage(PerfProtocol.WELCOME, m -> {
                 // Keep a copy: the message is valid only during this call.
@@ -237,7 +237,7 @@ final class PerfClient implements AutoCloseable {
             }
             PerfProtocol.Reader w = welcome;
             String error = w.string();
-            if (!error.isEmpty()) throw new ConduitException("the perf server refused this session: " + error);
+            if (!error.isEmpty()) throw new ConduitException("the perf server refused this session: " + SharedFiles.shown(error));
             welcomed = true;
             server = new PerfRun.Peer(w.u64(), w.string(), w.string(), w.string(), Arrays.asList(w.string().split(",")));
             if (w.more()) session = new PerfProtocol.Writer().u64(w.u64()).segment();

@@ -107,8 +107,9 @@ final class PerfProtocol {
             return new Hello(r.u64(), r.string(), r.string(), r.string(), r.string(), r.bytes(), r.bytes());
         }
 
+        /** The client as the server's lines name it: its host escaped, as its other fields are where they are shown. */
         String clientName() {
-            return "pid " + pid + " on " + host;
+            return "pid " + pid + " on " + SharedFiles.shown(host);
         }
     }
 

@@ -356,7 +356,7 @@ final class PerfServer {
                 if (endSeq >= 0) end();
                 if (bye && clientGaveUp != null) {
                     err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases, on the client's "
-                            + "side: " + clientGaveUp);
+                            + "side: " + SharedFiles.shown(clientGaveUp));
                     return ConduitCommand.EXIT_FAILED;
                 }
                 if (bye) {
@@ -448,6 +448,7 @@ final class PerfServer {
         PerfProtocol.Hello hello = PerfProtocol.Hello.read(r);
         String transport = hello.transport();
         String wakeup = hello.wakeup();
+        String shownTransport = SharedFiles.shown(transport); // the client's words, as the lines below show them
         WorkerAddress address = WorkerAddress.fromBytes(hello.workerAddress());
         if (WorkerIdentity.sameWorker(address, worker.address())) {
             // Connected to, this server served a session with itself, answering itself, until the client said BYE, and one
@@ -464,13 +465,13 @@ final class PerfServer {
         sessionRegion = regions.get(transport);
         sessionPool = pools.get(transport);
         if (sessionRegion == null) {
-            sendWelcome("this server exported no region through '" + transport + "'");
-            throw new ConduitException("client " + clientName + " connected through '" + transport + "', which has no region here");
+            sendWelcome("this server exported no region through '" + shownTransport + "'");
+            throw new ConduitException("client " + clientName + " connected through '" + shownTransport + "', which has no region here");
         }
         clientRegion = client.peerRegion(hello.regionHandle());
         sessionBusy = !"await".equals(wakeup);
-        err.println("conduit perf server: session with " + clientName + " (thread mode " + hello.threadMode() + ", wakeup " + wakeup + ", transport "
-                + transport + ")");
+        err.println("conduit perf server: session with " + clientName + " (thread mode " + SharedFiles.shown(hello.threadMode()) + ", wakeup "
+                + SharedFiles.shown(wakeup) + ", transport " + shownTransport + ")");
         sendWelcome("");
         quietSince = System.nanoTime();
     }

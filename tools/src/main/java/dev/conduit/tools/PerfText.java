@@ -34,15 +34,16 @@ final class PerfText {
         PerfRun.Peer c = run.client();
         PerfRun.Peer s = run.server();
         out.println("conduit perf " + run.version() + ", " + run.date());
+        // The server's fields are what its WELCOME said: shown escaped, so that a peer's control characters forge no line here.
         out.println("  transport    " + run.transport() + "   (client worker: " + String.join(", ", c.transports()) + "; server worker: "
-                + String.join(", ", s.transports()) + ")");
-        out.println("  thread mode  client " + c.threadMode() + " (" + c.threadPolicy() + "), server " + s.threadMode() + " ("
-                + s.threadPolicy() + ")");
+                + SharedFiles.shown(String.join(", ", s.transports())) + ")");
+        out.println("  thread mode  client " + c.threadMode() + " (" + c.threadPolicy() + "), server " + SharedFiles.shown(s.threadMode())
+                + " (" + SharedFiles.shown(s.threadPolicy()) + ")");
         out.println("  wakeup       " + run.wakeup());
         out.println("  peers        " + run.peers() + (run.peers() == 1 ? "   (one worker connected to the server's)"
                 : "   (workers connected to the server's: the measuring one and " + (run.peers() - 1) + " idle ones)"));
         out.println("  client       pid " + c.pid() + " on " + c.host());
-        out.println("  server       pid " + s.pid() + " on " + s.host() + "   (" + run.bootstrap() + ")");
+        out.println("  server       pid " + s.pid() + " on " + SharedFiles.shown(s.host()) + "   (" + run.bootstrap() + ")");
         PerfRun.Machine m = run.machine();
         out.println("  machine      " + m.cpu() + ", " + m.cores() + " cores, kernel " + m.kernel() + ", Java " + m.java() + ", load average "
                 + m.load());
@@ -61,7 +62,7 @@ final class PerfText {
                 "max " + u);
         for (PerfResult r : rows) {
             if (r.isSkipped()) {
-                out.printf(Locale.ROOT, "%10s  skipped: %s%n", PerfParsing.formatSize(r.size()), r.skipped());
+                out.printf(Locale.ROOT, "%10s  skipped: %s%n", PerfParsing.formatSize(r.size()), SharedFiles.shown(r.skipped())); // READY's reason, the server's words
                 continue;
             }
             out.printf(Locale.ROOT, ROW, PerfParsing.formatSize(r.size()), String.format(Locale.ROOT, "%,d", r.iterations()),

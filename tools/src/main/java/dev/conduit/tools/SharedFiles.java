@@ -34,7 +34,8 @@ final class SharedFiles {
      * Anyone who may write a shared directory ({@code /dev/shm} is everyone's) names its files; shown
      * as they are, a newline forged a line of the listing (a LIVE owner that is none) and an escape
      * sequence reached the terminal of whoever read it, before a reclaim. The JSON output escapes
-     * them as JSON does.
+     * them as JSON does. {@code conduit perf}'s lines show a peer's words (its host, thread mode,
+     * transports, the reasons it gives) through this too, whole: a reason is up to 2000 characters.
      */
     static String shown(String name) {
         StringBuilder b = null;

@@ -218,6 +218,20 @@ class PerfBootstrapTest {
                 .hasMessage("the bootstrap is malformed: line 2 ('pid \\u001b[31m'): For input string: \"\\u001b[31m\"");
     }
 
+    /**
+     * A region line's plugin name is shown as it is too: PerfClient's "the perf server exported no region through plugin
+     * 'memfd' (it offers [...])" prints the bootstrap's names in its brackets, so a hostile file's or port's escape sequence
+     * in one reached the terminal, which host and thread-mode refuse.
+     */
+    @Test
+    void aRegionsPluginNameWithControlCharactersIsRefusedAsAHostNameIs() {
+        String whole = new String(bootstrap(46).encode(), StandardCharsets.UTF_8);
+        byte[] text = whole.replaceFirst("(?m)^region memfd ", "region \u001b]0;x\u0007 ").getBytes(StandardCharsets.UTF_8);
+
+        assertThatThrownBy(() -> PerfBootstrap.decode(text, "the bootstrap", "check it")).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("the bootstrap is malformed: line 7 ('region \\u001b]0;x\\u0007 ");
+    }
+
     /** A file a server began and never ended (it died while writing it) is named as there, with what to do. */
     @Test
     void aFileNoServerEndedIsSaidToBeThereNotMissing() throws Exception {

@@ -506,8 +506,27 @@ class PerfServerTest {
             hostile.progressUntil(() -> hostile.welcome != null, "WELCOME");
 
             assertThat(hostile.welcome.string()).as("WELCOME's error").isEqualTo("this server exported no region through 'memfd'");
+            // The server says it after sending WELCOME.
+            hostile.progressUntil(() -> serverErr.toString().contains("which has no region here"), "the server's line");
             assertThat(serverErr.toString()).contains("could not start a session: client pid " + ProcessHandle.current().pid() + " on "
                     + PerfCommand.hostName() + " connected through 'memfd', which has no region here");
+        });
+    }
+
+    /**
+     * A HELLO's host and transport reach the server's lines escaped: they are the client's words, whose control characters
+     * (a terminal's escape sequence, a newline forging a line of the log) were printed as they came.
+     */
+    @Test
+    void aHellosControlCharactersReachTheServersLinesEscaped() throws Exception {
+        againstAKeepServer("a HELLO whose host and transport hold control characters", (hostile, serverErr) -> {
+            hostile.ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION).u64(ProcessHandle.current().pid())
+                    .string("evil\u001b]0;x\u0007\nhost").string(ThreadMode.SINGLE.name()).string(PerfPlan.Wakeup.BUSY.label())
+                    .string("memfd\r").bytes(hostile.region.exportHandle()).bytes(hostile.worker.address().toBytes()).segment());
+
+            hostile.progressUntil(() -> serverErr.toString().contains("which has no region here"), "the server's line");
+
+            assertThat(serverErr.toString()).contains("client pid " + ProcessHandle.current().pid() + " on evil\\u001b]0;x\\u0007\\u000ahost connected through 'memfd\\u000d', which has no region here");
         });
     }
 
