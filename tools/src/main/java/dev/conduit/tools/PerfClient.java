@@ -515,9 +515,9 @@ final class PerfClient implements AutoCloseable {
         LatencyHistogram h = new LatencyHistogram();
         current = measured;
         progress.start(phase, measured.iterations(), measured.nanos());
-        long allocated = ThreadAllocation.bytes();
+        long allocatedBefore = ThreadAllocation.bytes();
         loop.run(h);
-        allocated = ThreadAllocation.bytes() - allocated;
+        long allocated = ThreadAllocation.since(allocatedBefore);
         return new PerfResult(test, variant, size, doneIterations, warmed, doneNanos, h, null, allocation(allocated));
     }
 
@@ -533,9 +533,9 @@ final class PerfClient implements AutoCloseable {
             warmed = doneIterations;
         }
         progress.start(phase, measured.iterations(), measured.nanos());
-        long allocated = ThreadAllocation.bytes();
+        long allocatedBefore = ThreadAllocation.bytes();
         loop.run(measured);
-        allocated = ThreadAllocation.bytes() - allocated;
+        long allocated = ThreadAllocation.since(allocatedBefore);
         return new PerfResult(test, null, size, doneIterations, warmed, doneNanos, null, null, allocation(allocated));
     }
 
@@ -722,9 +722,9 @@ final class PerfClient implements AutoCloseable {
         IpcCacheStats measuredFrom = c.ipcCacheStats();
         LatencyHistogram h = new LatencyHistogram();
         progress.start(phase, measured.iterations(), measured.nanos());
-        long allocated = ThreadAllocation.bytes();
+        long allocatedBefore = ThreadAllocation.bytes();
         importLoop(c, handle, measured, h, uncachedVariant);
-        allocated = ThreadAllocation.bytes() - allocated;
+        long allocated = ThreadAllocation.since(allocatedBefore);
         IpcCacheStats after = c.ipcCacheStats();
         if (uncachedVariant && after.hits() != measuredFrom.hits()) {
             throw new ConduitException("ipc_import uncached: the IPC cache served " + (after.hits() - measuredFrom.hits())

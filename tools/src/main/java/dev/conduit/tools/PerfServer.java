@@ -615,7 +615,7 @@ final class PerfServer {
 
     private void end() {
         // First, so that the count covers the phase's messages and no more: the warm-up's and the measured loop's.
-        long allocated = allocatedAtReady < 0 ? -1 : ThreadAllocation.bytes() - allocatedAtReady;
+        long allocated = ThreadAllocation.since(allocatedAtReady);
         allocatedAtReady = -1;
         int seq = endSeq;
         endSeq = -1;

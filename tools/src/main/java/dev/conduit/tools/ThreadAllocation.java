@@ -17,4 +17,13 @@ final class ThreadAllocation {
         }
         return -1;
     }
+
+    /**
+     * Bytes this thread allocated since {@code before}, a reading of {@link #bytes()}, or -1 when the
+     * JVM did not say then or does not now: -1 read twice made 0, a loop that allocated nothing.
+     */
+    static long since(long before) {
+        long now = bytes();
+        return before < 0 || now < 0 ? -1 : now - before;
+    }
 }

@@ -8,6 +8,7 @@ import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
@@ -66,6 +67,28 @@ class PerfRunTest {
         Path privateDirectory = Path.of(bootstrap.substring(bootstrap.lastIndexOf(' ') + 1));
         assertThat(privateDirectory).as("removed after the run").doesNotExist();
         assertThat(((Number) Json.object(doc, "server").get("pid")).longValue()).isNotEqualTo(ProcessHandle.current().pid());
+    }
+
+    /**
+     * A client JVM that counts no thread's allocation leaves its allocatedBytes out, as docs/tools.md says ("either counter is
+     * left out ... where the JVM does not count a thread's allocation") and the server's serverAllocatedBytes is: the client
+     * read ThreadAllocation.bytes(), -1 there, before and after the loop, and reported their difference, 0, as a measured
+     * loop that allocated nothing.
+     */
+    @Test
+    void aClientWhoseJvmCountsNoAllocationLeavesItsAllocatedBytesOut() {
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        threads.setThreadAllocatedMemoryEnabled(false);
+        try {
+            Result result = run("perf", "am_lat", "am_bw", "-n", "200", "-w", "50", "-s", "8", "--json");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+            for (Map<String, Object> r : Json.objects(JsonParser.parseObject(result.out()), "results")) {
+                assertThat(Json.object(r, "counters")).as(r.get("test") + " " + r.get("size")).doesNotContainKey("allocatedBytes");
+            }
+        } finally {
+            threads.setThreadAllocatedMemoryEnabled(true);
+        }
     }
 
     @Test
