@@ -21,7 +21,9 @@
 # A peer that cannot run is recorded in the table's "Not measured" line; the others still run.
 set -uo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# CDPATH='': with an exported CDPATH, cd of a relative path prints where it went (root held the path twice) or goes to
+# another tree's directory of that name.
+root="$(CDPATH='' cd -- "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$root/benchmarks/target/compare"
 sizes=(8 4096 65536 1048576)
 

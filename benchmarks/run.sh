@@ -18,7 +18,9 @@
 # -jvmArgsAppend, which JMH takes as it is.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# CDPATH='': with an exported CDPATH, cd of a relative path prints where it went (root held the path twice) or goes to
+# another tree's directory of that name.
+root="$(CDPATH='' cd -- "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 source "$root/scripts/jdk.sh"
 JAVA_HOME=$(find_jdk25 benchmarks/run.sh) || exit 1
