@@ -171,6 +171,20 @@ class PerfOutputTest {
         assertThat(text.toString()).containsPattern("\\s43,029\\s+43,029\\s*$");
     }
 
+    /**
+     * The mean lies between the min and the max, the samples themselves: HdrHistogram's mean is of its buckets' middles, so
+     * that a row whose samples all fall in one bucket (one sample of 10,000 ns, bucket 10,000-10,007) read a mean of
+     * 10.004 µs above its max of 10.000 µs, as the percentiles read above the max before they were held to it.
+     */
+    @Test
+    void theMeanIsNeverAboveTheMaxNorBelowTheMin() {
+        LatencyHistogram h = new LatencyHistogram();
+        h.recordValue(10_000);
+        PerfResult row = new PerfResult(PerfTest.AM_LAT, null, 8, 1, 0, 20_000, h, null, Map.of());
+
+        assertThat(row.meanMicros()).isBetween(row.minMicros(), row.maxMicros());
+    }
+
     @Test
     void aSkippedRowSaysWhy() {
         StringWriter text = new StringWriter();
