@@ -154,8 +154,12 @@ final class PerfPeer implements AutoCloseable {
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.PIPE)
                 .redirectInput(ProcessBuilder.Redirect.PIPE);
-        // Conduit warns about CONDUIT_* variables it does not know; the launcher's own is not for the server.
+        // Conduit warns about CONDUIT_* variables it does not know; the launcher's own is not for the server. The JVM's own
+        // variables are not for it either: what of them shapes a measurement is among this JVM's input arguments, which
+        // javaCommand passes on, and the rest (an agent: a debugger's port, which the server failed to bind) stays here.
         pb.environment().remove("CONDUIT_JAVA_OPTS");
+        pb.environment().remove("JDK_JAVA_OPTIONS");
+        pb.environment().remove("JAVA_TOOL_OPTIONS");
         Process p;
         try {
             p = pb.start();

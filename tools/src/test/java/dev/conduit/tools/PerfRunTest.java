@@ -91,6 +91,32 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A client JVM started with an agent in JDK_JAVA_OPTIONS (an IDE's or a developer's debugger) runs against its spawned
+     * server: PeerJvmOptions passes the server no agent, since two JVMs would share its port or file, but the server inherits
+     * the variable, which PerfPeer.start leaves in its environment (it removes CONDUIT_JAVA_OPTIONS alone). Its JDWP agent
+     * then failed to bind the client's port, and the run failed with "the perf server exited before it published ...".
+     */
+    @Test
+    void aClientWithADebuggerInJdkJavaOptionsRunsAgainstItsSpawnedServer() throws Exception {
+        int port;
+        try (ServerSocketChannel free = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0))) {
+            port = ((InetSocketAddress) free.getLocalAddress()).getPort();
+        }
+        List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+        command.addAll(List.of("perf", "am_lat", "-s", "8", "-n", "200", "-w", "50"));
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true);
+        pb.environment().put("JDK_JAVA_OPTIONS", "-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:" + port);
+        Process client = pb.start();
+        try {
+            String said = outputOf(client);
+            assertThat(client.waitFor(EXIT_WAIT_SECONDS, TimeUnit.SECONDS)).as(said).isTrue();
+            assertThat(client.exitValue()).as(said).isEqualTo(ConduitCommand.EXIT_OK);
+        } finally {
+            client.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
     @Test
     void idlePeersStayConnectedToTheServerWhileTheMeasuringOneRuns() {
         Result result = run("perf", "am_lat", "-n", "200", "-w", "50", "-s", "8", "--peers", "16", "--json");
