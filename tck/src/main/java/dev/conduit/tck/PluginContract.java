@@ -58,7 +58,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>Each test gets a fresh shared directory ({@link #newSharedDirectory()}); after the test, once
  * everything it opened is closed, the directory must hold exactly what it held before the test
  * (a plugin that leaves files behind fails); it is deleted in any case, also when a close threw or
- * files were left.
+ * files were left. Every object the test opened is closed, also after another's close threw (an
+ * {@code Error} too); the test fails with the first failure, the others suppressed in it.
  *
  * <p>Every test has a {@link Timeout} of {@value #TEST_TIMEOUT_MINUTES} minutes, run on a thread of
  * its own: a call into the plugin that blocks fails the test (JUnit's {@code TimeoutException}) instead
@@ -178,7 +179,7 @@ public abstract class PluginContract {
                         c.close();
                         return null;
                     });
-                } catch (Exception e) {
+                } catch (Exception | Error e) { // an Error too (a fault on mapped memory, a missing class): the rest still get closed
                     failure = add(failure, e);
                 }
             }

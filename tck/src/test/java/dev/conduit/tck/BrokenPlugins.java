@@ -611,6 +611,27 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Its transport's close() does its work, then throws an Error, as a fault of a truncated mapping (InternalError) or a
+     * missing class would. Every transport it opens is kept in {@link #OPENED}, to see which were closed.
+     */
+    public static final class ThrowsAnErrorOnClose extends LoopbackPlugin {
+        static final List<LoopbackTransport> OPENED = new CopyOnWriteArrayList<>();
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            LoopbackTransport transport = new LoopbackTransport(id, sink) {
+                @Override
+                public void close() {
+                    super.close();
+                    throw new InternalError("tck fixture: close() faults after closing");
+                }
+            };
+            OPENED.add(transport);
+            return transport;
+        }
+    }
+
     /** Atomics (well-behaved, {@link WellBehavedVariants.AtomicsWithoutRma}), except that compareAndSwap stores whatever the old value was. */
     public static final class SwapsRegardless extends WellBehavedVariants.AtomicsWithoutRma {
         @Override
@@ -1629,6 +1650,13 @@ final class BrokenPlugins {
         @Override
         protected Duration progressGuard() {
             return Duration.ofSeconds(8);
+        }
+    }
+
+    public static final class ThrowsAnErrorOnCloseSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ThrowsAnErrorOnClose();
         }
     }
 
