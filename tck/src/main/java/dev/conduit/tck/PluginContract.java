@@ -24,6 +24,7 @@ import org.junit.jupiter.api.extension.InvocationInterceptor;
 import org.junit.jupiter.api.extension.ReflectiveInvocationContext;
 
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -43,6 +44,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.ForkJoinWorkerThread;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntSupplier;
 import java.util.function.Supplier;
@@ -64,7 +66,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>Every test has a {@link Timeout} of {@value #TEST_TIMEOUT_MINUTES} minutes, run on a thread of
  * its own: a call into the plugin that blocks fails the test (JUnit's {@code TimeoutException}) instead
  * of hanging the author's build. It is a hang guard, far above what any test needs; a subclass annotated
- * with its own {@code @Timeout} replaces it. Threads a test started, and the test's own thread when it
+ * with its own {@code @Timeout} replaces it. The same guard bounds the calls into the plugin before and
+ * after a test, each run on a thread of its own: the suites' {@code @BeforeEach} methods, which probe
+ * and open the plugin ({@link TestThreads}), and the closes of what the test opened. Threads a test started, and the test's own thread when it
  * timed out, are interrupted and joined (for at most {@link #progressGuard()}) before what the test
  * opened is closed, and once more after; one still running then fails the test with its stack.
  *
@@ -89,6 +93,8 @@ public abstract class PluginContract {
     private final List<Thread> threads = new CopyOnWriteArrayList<>();
     private final List<ExecutorService> executors = new CopyOnWriteArrayList<>();
     private volatile boolean ending;
+    /** Whether JUnit's timeouts are on ({@link TestThreads#timeoutsEnabled}), for the hang guard of the closes after a test. */
+    private volatile boolean hangGuardOn = true;
     /** The group of the thread that runs the test method, inherited by every thread started from it: what the test started. */
     private volatile ThreadGroup testThreadGroup;
     private Path sharedDirectory;
@@ -169,21 +175,34 @@ public abstract class PluginContract {
     @AfterEach
     final void closeAndCheckSharedDirectory() throws Exception {
         ending = true;
+        Path directory = sharedDirectory;
         Throwable failure = null;
+        Thread closes = null;
         try {
             // Threads first: closing what a thread is still using would be concurrent use the plugin never promised to survive.
             stopTestThreads(progressGuard());
-            for (AutoCloseable c : opened.reversed()) {
-                try {
-                    Inbox.calling("close()", () -> {
-                        c.close();
-                        return null;
-                    });
-                } catch (Exception | Error e) { // an Error too (a fault on mapped memory, a missing class): the rest still get closed
-                    failure = add(failure, e);
-                }
-            }
+            List<AutoCloseable> closing = List.copyOf(opened.reversed());
             opened.clear();
+            List<Throwable> closeFailures = new CopyOnWriteArrayList<>();
+            closes = Thread.ofPlatform().daemon(false).name("tck close").start(() -> {
+                for (AutoCloseable c : closing) {
+                    try {
+                        Inbox.calling("close()", () -> {
+                            c.close();
+                            return null;
+                        });
+                    } catch (Exception | Error e) { // an Error too (a fault on mapped memory, a missing class): the rest still get closed
+                        closeFailures.add(e);
+                    }
+                }
+            });
+            boolean closed = joinUnderTheHangGuard(closes, getClass(), hangGuardOn);
+            for (Throwable e : closeFailures) failure = add(failure, e);
+            if (!closed) {
+                // The checks below would only report what the unfinished close has yet to stop and remove.
+                throw new TimeoutException("close() timed out after " + hangGuardText(getClass()) + " (the suite's @Timeout, a hang "
+                        + "guard): a close of the plugin's that does not return; it is still running:" + describe(closes));
+            }
             // A thread blocked in a plugin call may have been released by the close.
             Duration afterClose = Duration.ofSeconds(5);
             List<Thread> alive = stopTestThreads(afterClose);
@@ -206,10 +225,10 @@ public abstract class PluginContract {
                         ? " (the suite's later tests wait " + THREADS_ENDING_AT_LEAST + " for threads to end, not " + threadsEnding + ")" : "")
                         + ":" + left.stream().map(PluginContract::describe).collect(Collectors.joining())));
             }
-            Set<String> after = listing(sharedDirectory);
+            Set<String> after = listing(directory);
             after.removeAll(filesBefore);
             if (!after.isEmpty()) {
-                failure = add(failure, new AssertionError("files the plugin left in the shared directory " + sharedDirectory
+                failure = add(failure, new AssertionError("files the plugin left in the shared directory " + directory
                         + " after everything it opened was closed: " + after + " (close() must remove what the plugin created there)"));
             }
         } catch (Exception | Error e) {
@@ -217,13 +236,41 @@ public abstract class PluginContract {
         } finally {
             // Always, so that a failed test leaves nothing behind (under /dev/shm that would be memory): the listing is recorded above.
             try {
-                deleteRecursively(sharedDirectory);
+                deleteRecursively(directory);
             } catch (IOException e) {
-                failure = add(failure, e);
+                failure = add(failure, closes != null && closes.isAlive() ? new IOException("the shared directory " + directory
+                        + " may be held by the close still running: delete it once its process ended", e) : e);
             }
         }
         if (failure instanceof Exception e) throw e;
         if (failure instanceof Error e) throw e;
+    }
+
+    /**
+     * Joins {@code call}, a call into the plugin made on a thread of its own, for at most the hang guard of {@code suite}
+     * (its {@link Timeout}, inherited: PluginContract's at least), or for as long as it takes when {@code guardOn} is
+     * false; whether it ended. One that did not is interrupted, and left.
+     */
+    private static boolean joinUnderTheHangGuard(Thread call, Class<?> suite, boolean guardOn) throws InterruptedException {
+        Timeout guard = suite.getAnnotation(Timeout.class);
+        try {
+            if (!guardOn) {
+                call.join();
+                return true;
+            }
+            if (call.join(Duration.of(guard.value(), guard.unit().toChronoUnit()))) return true;
+        } catch (InterruptedException e) {
+            call.interrupt();
+            throw e;
+        }
+        call.interrupt();
+        return false;
+    }
+
+    /** The hang guard of {@code suite} as JUnit's timeout failures say it: "5 minutes". */
+    private static String hangGuardText(Class<?> suite) {
+        Timeout guard = suite.getAnnotation(Timeout.class);
+        return guard.value() + " " + guard.unit().toString().toLowerCase(java.util.Locale.ROOT);
     }
 
     private static Throwable add(Throwable first, Throwable next) {
@@ -343,9 +390,62 @@ public abstract class PluginContract {
      * Runs each test method on a thread of a new thread group ({@link #testThreadGroup}), which every
      * thread started from it inherits, and records that thread, so that the test's end joins it too:
      * JUnit's thread ({@link Timeout.ThreadMode#SEPARATE_THREAD}) waits for it, and is abandoned with it
-     * when the timeout fires.
+     * when the timeout fires. Runs the other {@code @BeforeEach} and {@code @AfterEach} methods under the
+     * suite's hang guard.
      */
     static final class TestThreads implements InvocationInterceptor {
+        @Override
+        public void interceptBeforeEachMethod(Invocation<Void> invocation, ReflectiveInvocationContext<Method> context,
+                                              ExtensionContext extensionContext) throws Throwable {
+            underTheHangGuard(invocation, context, extensionContext);
+        }
+
+        @Override
+        public void interceptAfterEachMethod(Invocation<Void> invocation, ReflectiveInvocationContext<Method> context,
+                                             ExtensionContext extensionContext) throws Throwable {
+            if (context.getExecutable().getDeclaringClass() == PluginContract.class) {
+                // Its own waits (for the test's threads, for the plugin's to end) are bounded apart: it bounds its closes itself.
+                ((PluginContract) extensionContext.getRequiredTestInstance()).hangGuardOn = timeoutsEnabled(extensionContext);
+                invocation.proceed();
+            } else {
+                underTheHangGuard(invocation, context, extensionContext);
+            }
+        }
+
+        /**
+         * Runs a lifecycle method (the suites probe and open the plugin in {@code @BeforeEach}) on a thread of its own,
+         * bounded by the suite's {@link Timeout}: JUnit applies a class's {@code @Timeout} to its test methods only, and
+         * a call into the plugin that never returned there hung the build. JUnit's {@code junit.jupiter.execution.timeout.mode}
+         * turns it off as it does the tests' guard.
+         */
+        private static void underTheHangGuard(Invocation<Void> invocation, ReflectiveInvocationContext<Method> context,
+                                              ExtensionContext extensionContext) throws Throwable {
+            String method = context.getExecutable().getName() + "()";
+            Throwable[] thrown = new Throwable[1];
+            // Not a daemon, as the test's own thread is not (interceptTestMethod): the plugin's threads inherit it.
+            Thread call = Thread.ofPlatform().daemon(false).name("tck " + method).start(() -> {
+                try {
+                    invocation.proceed();
+                } catch (Throwable e) {
+                    thrown[0] = e;
+                }
+            });
+            Class<?> suite = extensionContext.getRequiredTestClass();
+            if (!joinUnderTheHangGuard(call, suite, timeoutsEnabled(extensionContext))) {
+                throw new TimeoutException(method + " timed out after " + hangGuardText(suite) + " (the suite's @Timeout, a hang "
+                        + "guard): a call into the plugin that does not return; it is still running:" + describe(call));
+            }
+            if (thrown[0] != null) throw thrown[0];
+        }
+
+        /** Whether JUnit's timeouts are on: {@code junit.jupiter.execution.timeout.mode} is not {@code disabled}, nor {@code disabled_on_debug} under a debugger. */
+        private static boolean timeoutsEnabled(ExtensionContext extensionContext) {
+            String mode = extensionContext.getConfigurationParameter("junit.jupiter.execution.timeout.mode").orElse("enabled").strip();
+            if (mode.equalsIgnoreCase("disabled")) return false;
+            return !mode.equalsIgnoreCase("disabled_on_debug") || ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                    .noneMatch(a -> a.startsWith("-agentlib:jdwp") || a.startsWith("-Xrunjdwp"));
+        }
+
         @Override
         public void interceptTestMethod(Invocation<Void> invocation, ReflectiveInvocationContext<Method> context,
                                         ExtensionContext extensionContext) throws Throwable {

@@ -495,6 +495,35 @@ final class BrokenPlugins {
         }
     }
 
+    /** Released by the test that runs {@link HangsInClose}, so that no thread stays parked in its close. */
+    static final CountDownLatch RELEASE_HANGS_IN_CLOSE = new CountDownLatch(1);
+
+    /** Released by the test that runs {@link HangsInProbe}, so that no thread stays parked in its probe. */
+    static final CountDownLatch RELEASE_HANGS_IN_PROBE = new CountDownLatch(1);
+
+    /** Its probe() never returns (until the test releases it): a probe that waits for a device or a daemon that never answers. */
+    public static final class HangsInProbe extends LoopbackPlugin {
+        @Override
+        public Availability probe(PluginContext context) {
+            while (RELEASE_HANGS_IN_PROBE.getCount() > 0) LockSupport.parkNanos(1_000_000);
+            return super.probe(context);
+        }
+    }
+
+    /** Its transport's close() never returns (until the test releases it): a close that waits for a drain its stopped peer never allows. */
+    public static final class HangsInClose extends LoopbackPlugin {
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                @Override
+                public void close() {
+                    while (RELEASE_HANGS_IN_CLOSE.getCount() > 0) LockSupport.parkNanos(1_000_000);
+                    super.close();
+                }
+            };
+        }
+    }
+
     /** Commits a zero-copy send's claim also when its encoder threw or returned a length outside 0..maxLength: the receiver delivers it. */
     public static final class CommitsFailedEncodings extends LoopbackPlugin {
         @Override
@@ -1593,6 +1622,32 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new HangsInProgress();
+        }
+
+        @Override
+        protected Path newSharedDirectory() throws IOException {
+            return recorded(super.newSharedDirectory());
+        }
+    }
+
+    @Timeout(value = 5, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    public static final class HangsInCloseSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new HangsInClose();
+        }
+
+        @Override
+        protected Path newSharedDirectory() throws IOException {
+            return recorded(super.newSharedDirectory());
+        }
+    }
+
+    @Timeout(value = 5, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    public static final class HangsInProbeSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new HangsInProbe();
         }
 
         @Override
