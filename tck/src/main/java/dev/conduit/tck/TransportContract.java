@@ -353,6 +353,35 @@ public abstract class TransportContract extends PluginContract {
     }
 
     /**
+     * The largest payload {@link #deliversAMessageOfExactlyItsDeclaredLimitsIntact} sends: a larger {@code maxPayloadSize()}
+     * is checked at this size only, so that a transport that declares gigabytes is tested in a test's memory and time.
+     */
+    static final long LARGEST_PAYLOAD_SENT = 16L << 20;
+
+    /**
+     * A message of exactly {@code maxHeaderSize()} header bytes and {@code maxPayloadSize()} payload bytes (at most
+     * {@link #LARGEST_PAYLOAD_SENT}) arrives intact: the suite's other messages stay far below the limits (headers of up
+     * to 40 bytes, payloads of up to 200,000), and until 2026-12-06 a transport that cut what lies between those sizes and
+     * its declared limits passed the suite.
+     */
+    @Test
+    public void deliversAMessageOfExactlyItsDeclaredLimitsIntact() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        int headerLength = ep.maxHeaderSize();
+        long payloadLength = Math.min(ep.maxPayloadSize(), LARGEST_PAYLOAD_SENT);
+        sendWhenAccepted(ep, 0, Patterns.segment(headerLength, -1), Patterns.segment(payloadLength, 1), receiver, sender);
+        progressUntilDelivered(inbox, 1, "message of the declared limits delivered", receiver, sender);
+        Inbox.Received m = inbox.messages().getFirst();
+        assertSameBytes(m.header(), Patterns.bytes(headerLength, -1), "header of maxHeaderSize() = " + headerLength + " bytes");
+        assertSameBytes(m.payload(), Patterns.bytes(payloadLength, 1), "payload of " + (payloadLength == ep.maxPayloadSize()
+                ? "maxPayloadSize() = " + payloadLength + " bytes" : payloadLength + " bytes (maxPayloadSize() is " + ep.maxPayloadSize()
+                + ", checked at the suite's largest payload)"));
+    }
+
+    /**
      * A payload the transport keeps ({@link Transport#keepDelivered()}, for the application's
      * {@code Message.keepPayload()}) stays as delivered while later messages arrive, until its
      * release runs, here on another thread; meanwhile the transport may refuse later messages for

@@ -276,6 +276,28 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Declares the SPI's default header limit, 1024 bytes, and delivers at most the first 64 bytes of a header: a frame
+     * format whose header length field is too narrow, or a record slot sized for small headers.
+     */
+    public static final class CutsLongHeaders extends LoopbackPlugin {
+        @Override
+        int deliveredHeaderLength(int length) {
+            return Math.min(length, 64);
+        }
+    }
+
+    /**
+     * Declares a payload limit of {@code queueBytes() / 2} (512 KiB) and delivers at most the first 256 KiB of a payload:
+     * a transport whose maxPayloadSize() says more than its records hold.
+     */
+    public static final class CutsPayloadsBelowItsLimit extends LoopbackPlugin {
+        @Override
+        int deliveredPayloadLength(int length) {
+            return Math.min(length, 256 << 10);
+        }
+    }
+
     /** Never tells the runtime that a peer went away: neither its progress nor its keepalive probe. */
     public static final class HidesPeerDeath extends LoopbackPlugin {
         @Override
@@ -1338,6 +1360,20 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new AcceptsTruncatedAddresses();
+        }
+    }
+
+    public static final class CutsLongHeadersSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new CutsLongHeaders();
+        }
+    }
+
+    public static final class CutsPayloadsBelowItsLimitSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new CutsPayloadsBelowItsLimit();
         }
     }
 

@@ -125,6 +125,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return length;
     }
 
+    /** How many of a queued header's {@code length} bytes progress delivers. */
+    int deliveredHeaderLength(int length) {
+        return length;
+    }
+
     /** Whether progress reports that a peer's transport closed. */
     boolean reportsPeerDeath() {
         return true;
@@ -373,10 +378,10 @@ public class LoopbackPlugin implements ConduitPlugin {
                 delivering = payload;
                 try {
                     if (namesSenders()) {
-                        sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, deliveredPayloadLength(m.payload().length),
+                        sink.onMessage(m.id(), header, 0, deliveredHeaderLength(m.header().length), payload, 0, deliveredPayloadLength(m.payload().length),
                                 keyOf(m.connection(), m.from()));
                     } else {
-                        sink.onMessage(m.id(), header, 0, m.header().length, payload, 0, deliveredPayloadLength(m.payload().length));
+                        sink.onMessage(m.id(), header, 0, deliveredHeaderLength(m.header().length), payload, 0, deliveredPayloadLength(m.payload().length));
                     }
                 } finally {
                     delivering = null;
