@@ -1,5 +1,5 @@
 /*
- * Cross-process ping-pong through one shared page: the physical limit under Conduit's am_lat.
+ * Cross-process ping-pong through shared memory: the physical limit under Conduit's am_lat.
  *
  *   pingpong SIZE [ROUNDS]   prints "c_pingpong <tab> - <tab> am_lat <tab> SIZE <tab> p50_us <tab> VALUE"
  *
@@ -10,6 +10,11 @@
  * aligned slot and the payload follows it, so that up to 56 bytes a hop is one cache-line transfer,
  * as a small message's record is in Conduit's queue: the limit a message can reach. (Until
  * 2026-11-30 the payload began on the line after the flag, and a hop of 8 bytes moved two lines.)
+ * Each slot starts on a page of its own, as every other peer keeps its two directions apart (the
+ * Java limit's about 1 MiB, Agrona's rings 16 MiB): until 2026-12-06 the slots were adjacent, 64
+ * bytes apart at 8 bytes, and a hop there was 30-40 % slower (the line next to a written one is
+ * likely pulled along by the adjacent-line prefetcher, so each side's spin also fought for the
+ * other's slot).
  * Round trips are timed in batches of BATCH with CLOCK_MONOTONIC; the figure is the median batch,
  * divided by BATCH and by 2 (one way), in microseconds. A side spinning on the other looks whether it
  * still lives once per ALIVE_CHECK + 1 spins: the parent ends, naming how the child ended, and the
@@ -76,11 +81,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "pingpong: ROUNDS is %ld: at least %d are needed, one batch that is timed\n", rounds, BATCH);
         return 2;
     }
-    size_t slot = (8 + size + 63) & ~(size_t)63;
+    size_t slot = (8 + size + 4095) & ~(size_t)4095; /* a page or more: b is on the page after a's last byte */
     char *base = mmap(NULL, 2 * slot, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) { perror("mmap"); return 1; }
     memset(base, 0, 2 * slot);
-    /* slot layout: the flag, then the payload from byte 8, in the flag's line as far as it fits */
+    /* slot layout: the flag, then the payload from byte 8, in the flag's line as far as it fits; the mapping is page
+       aligned, so each slot starts on a page */
     struct slot_hdr *a = (struct slot_hdr *)base, *b = (struct slot_hdr *)(base + slot);
     char *pa = base + 8, *pb = base + slot + 8;
     long warm = batches / 10 * BATCH;
