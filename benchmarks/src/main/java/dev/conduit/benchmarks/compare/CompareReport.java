@@ -233,6 +233,7 @@ public final class CompareReport {
                 "2 cores: both sides of every measurement spin on one core each, so anything else running preempts them; "
                         + "the measurements ran one after another, and only figures from this one run are comparable.")).append("\n\n");
         sb.append("Latency is the p50 of one-way latency (round trip / 2) in µs; bandwidth is MB/s (10^6 bytes). ")
+                .append("UCX's p50 is ucx_perftest's own, the median of its last 2048 round trips only (at 8 B about 1 % of its run). ")
                 .append("Each peer's cell is its figure and, after it, Conduit memfd's figure divided by it (latency: below 1× Conduit is faster; ")
                 .append("bandwidth: above 1× Conduit is faster). The C limit is a cache-line ping-pong with one memcpy of the payload per hop ")
                 .append("(latency), and single-thread memcpy (bandwidth); the Java limit is the same ping-pong between two JVMs; Conduit queue alone is the shared-memory queue that memfd and posix put messages through, between two JVMs, with no transport or runtime on it (every size inline). The last column is Conduit posix's figure over ")

@@ -1,11 +1,26 @@
 package dev.conduit.benchmarks.compare;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** The report's line on the vCPUs' placement, from compare.sh's probes. */
+/** The report compare.sh writes: its line on the vCPUs' placement, from the script's probes, and what its figures are. */
 class CompareReportTest {
+
+    @Test
+    void theReportSaysUcxsP50IsOfItsLastRoundTripsOnly(@TempDir Path dir) throws Exception {
+        Path results = Files.writeString(dir.resolve("results.tsv"), "ucx\tposix\tam_lat\t8\tp50_us\t0.5\n");
+        Path facts = Files.writeString(dir.resolve("facts.txt"), "");
+        Path doc = Files.writeString(dir.resolve("performance.md"), "# Performance\n");
+
+        CompareReport.main(new String[] {results.toString(), facts.toString(), doc.toString(), dir.resolve("chart.png").toString()});
+
+        assertThat(Files.readString(doc)).contains("UCX's p50 is ucx_perftest's own, the median of its last 2048 round trips only");
+    }
 
     @Test
     void probesWithinOnePlacementAreListedWithoutAWarning() {
