@@ -19,7 +19,9 @@ import java.nio.ByteOrder;
  * +-------------+--------------------+-------------------+
  * </pre>
  *
- * Then it carries frames:
+ * The receiver answers a hello whose token is its own with {@link #ACK}, the only bytes it ever
+ * writes on the connection; anything else (a wrong token, an address of no length or too long)
+ * it closes. Then the connector sends frames:
  *
  * <pre>
  * +----------------+----------+----------------+-----------+------------+
@@ -31,10 +33,13 @@ import java.nio.ByteOrder;
 final class Frame {
 
     /**
-     * 3: the address carries its loopback scope (2: it did not, and a loopback address was tried from any network namespace;
+     * 4: the receiver acknowledges the hello (3: it did not, and connect returned an endpoint to whatever listened on the port;
+     * 2: the address carried no loopback scope, and a loopback address was tried from any network namespace;
      * 1: the hello carried the token alone, and the address had no version).
      */
-    static final int VERSION = 3;
+    static final int VERSION = 4;
+    /** The receiver's answer to a hello it verified: fixed, and carrying the version, so that no other program's bytes pass for it. */
+    static final byte[] ACK = {'a', 'c', 'k', VERSION};
     static final int TOKEN_LENGTH = 16;
     /** The hello before the connector's address: the token and the address's length. */
     static final int HELLO_PREFIX = TOKEN_LENGTH + 2;

@@ -16,9 +16,10 @@ import java.nio.channels.SocketChannel;
  * kernel's buffers are full) {@code trySend} refuses, and the runtime keeps the message: backpressure
  * is the runtime's local queue, never an unbounded one here.
  *
- * <p>The peer never writes on this connection, so a read that sees end of stream or an error means
- * the peer's transport or process is gone: the endpoint fails once. A close leaves the connection
- * open until the frame in the buffer is written whole, which the transport's progress() does.
+ * <p>The peer writes nothing on this connection after its acknowledgement of the hello, so a read
+ * that sees end of stream or an error means the peer's transport or process is gone: the endpoint
+ * fails once. A close leaves the connection open until the frame in the buffer is written whole,
+ * which the transport's progress() does.
  */
 final class TcpEndpoint implements TransportEndpoint {
 

@@ -34,7 +34,9 @@ public final class TcpPlugin implements ConduitPlugin {
     static final ConfigKey<Long> MAX_PAYLOAD = ConfigKey.bytes("tcp.max.payload", 1L << 20, 1024, Frame.MAX_PAYLOAD,
             "The largest payload one message carries; the receiver's buffer holds one whole message.");
     static final ConfigKey<Duration> CONNECT_TIMEOUT = ConfigKey.duration("tcp.connect.timeout", Duration.ofSeconds(2),
-            "How long connect waits for the peer's host to accept the connection before it fails.");
+            "How long connect waits for the peer's host to accept the connection, and then for the peer's acknowledgement "
+                    + "of its hello, before it fails; and how long the receiver waits for a connector's hello before it closes the "
+                    + "connection.");
 
     @Override
     public String name() {

@@ -23,19 +23,21 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
-import java.security.MessageDigest;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 
 /**
  * One worker's TCP transport: a listening socket whose address and token peers connect to, the
- * connections they opened to it (inbound, read during {@link #progress()}), and the endpoints this
- * worker connected (outbound, see {@link TcpEndpoint}). Not thread-safe (declared SERIALIZED).
+ * connections they opened to it (their hello verified and acknowledged by the {@link Acceptor}'s
+ * thread, then read during {@link #progress()}), and the endpoints this worker connected (outbound,
+ * see {@link TcpEndpoint}), each returned once the peer acknowledged its hello. Not thread-safe
+ * (declared SERIALIZED).
  *
  * <p>It names senders, an optional part of the SPI: each inbound connection gets a key of its own
  * (never 0, never reused), every message is delivered with it, the address the connector sent in
@@ -54,17 +56,19 @@ final class TcpTransport implements Transport {
     private static final SecureRandom RANDOM = new SecureRandom();
 
     private final System.Logger log;
-    /** Anyone who reaches the port can make a connection this drops, as fast as it can connect: at most one warning a minute. */
+    /** A peer can make its connections fail as fast as it makes them: at most one warning a minute. */
     private final RepeatedWarning inboundDropped;
-    /** An accept that fails (the process out of descriptors) fails again at every progress(): at most one warning a minute. */
-    private final RepeatedWarning acceptFailed;
     private final MessageSink sink;
     private final ServerSocketChannel server;
+    private final Acceptor acceptor;
     private final byte[] address;
     private final byte[] token = new byte[Frame.TOKEN_LENGTH];
     private final int maxPayload;
     private final String loopbackScope;
-    /** tcp.connect.timeout: an unreachable host's SYN may go unanswered for minutes, and connect must end in bounded time. */
+    /**
+     * tcp.connect.timeout: an unreachable host's SYN may go unanswered for minutes, and what listens on a
+     * stale address may never answer the hello, and connect must end in bounded time.
+     */
     private final Duration connectTimeout;
     private final List<Inbound> inbound = new ArrayList<>();
     /** The inbound connections that announced their sender, by key: what {@link #senderAddress} gives. */
@@ -77,7 +81,6 @@ final class TcpTransport implements Transport {
             throws IOException {
         this.log = context.logger();
         this.inboundDropped = new RepeatedWarning(log, Duration.ofMinutes(1));
-        this.acceptFailed = new RepeatedWarning(log, Duration.ofMinutes(1));
         this.sink = context.messageSink();
         this.server = server;
         this.maxPayload = maxPayload;
@@ -87,6 +90,7 @@ final class TcpTransport implements Transport {
         int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
         this.address = new PayloadWriter().u8(Frame.VERSION).string(host).u16(port).u32(maxPayload).string(loopbackScope)
                 .bytes(token).toByteArray();
+        this.acceptor = new Acceptor(server, token, maxPayload, connectTimeout, log); // last: its thread starts at once
     }
 
     static TcpTransport open(TransportContext context, String host, int maxPayload, Duration connectTimeout) {
@@ -95,7 +99,6 @@ final class TcpTransport implements Transport {
             InetAddress listen = listenAddress(host);
             server = ServerSocketChannel.open();
             server.bind(new InetSocketAddress(listen, 0));
-            server.configureBlocking(false);
             return new TcpTransport(context, server, host, maxPayload, connectTimeout);
         } catch (IOException e) {
             closeQuietly(server);
@@ -158,6 +161,7 @@ final class TcpTransport implements Transport {
             ByteBuffer hello = ByteBuffer.allocate(Frame.HELLO_PREFIX + address.length).order(ByteOrder.LITTLE_ENDIAN)
                     .put(peerToken).putShort((short) address.length).put(address).flip();
             while (hello.hasRemaining()) channel.write(hello);
+            awaitAcknowledgement(channel, peer);
             channel.configureBlocking(false);
             TcpEndpoint ep = new TcpEndpoint(channel, frame, events, payload, peer);
             endpoints.add(ep);
@@ -182,23 +186,44 @@ final class TcpTransport implements Transport {
         }
     }
 
+    /**
+     * Reads the receiver's {@link Frame#ACK} within tcp.connect.timeout: the proof that the transport
+     * the address names answered, for only the holder of its token acknowledges. Whatever else took
+     * its port since it closed (another worker's transport, any server) fails the connect here.
+     */
+    private void awaitAcknowledgement(SocketChannel channel, String peer) throws IOException {
+        channel.socket().setSoTimeout((int) Math.clamp(connectTimeout.toMillis(), 1, Integer.MAX_VALUE));
+        byte[] answer = new byte[Frame.ACK.length];
+        int read;
+        try {
+            read = channel.socket().getInputStream().readNBytes(answer, 0, answer.length);
+        } catch (SocketTimeoutException e) {
+            throw new ConduitException("tcp: cannot connect to " + peer + ": something accepted the connection but did not acknowledge "
+                    + "the hello within tcp.connect.timeout (" + ConfigKey.durationText(connectTimeout) + "): the port was taken by another "
+                    + "program after the peer's transport closed (a stale address), or the peer's process is stalled; if it is only "
+                    + "slow, raise tcp.connect.timeout (CONDUIT_TCP_CONNECT_TIMEOUT)", e);
+        } catch (IOException e) {
+            throw notAcknowledged(peer, "reset the connection (" + PayloadReader.printable(String.valueOf(e.getMessage())) + ")", e);
+        }
+        if (read < answer.length) throw notAcknowledged(peer, "closed the connection after " + read + " bytes", null);
+        if (!Arrays.equals(answer, Frame.ACK)) {
+            throw new ConduitException("tcp: cannot connect to " + peer + ": it answered the hello with " + HexFormat.of().formatHex(answer)
+                    + ", not the acknowledgement " + HexFormat.of().formatHex(Frame.ACK) + " of a tcp transport of wire version "
+                    + Frame.VERSION + ": something else listens on that port (a stale address)");
+        }
+    }
+
+    private static ConduitException notAcknowledged(String peer, String what, IOException cause) {
+        return new ConduitException("tcp: cannot connect to " + peer + ": it " + what + " instead of acknowledging the hello: "
+                + "the transport there refused it (another transport took the port after the peer's closed, so the token is not its "
+                + "own: a stale address; its log says why), or something else listens there", cause);
+    }
+
     @Override
     public int progress() {
         ensureOpen();
         int events = 0;
-        try {
-            for (SocketChannel c; (c = server.accept()) != null; ) {
-                try {
-                    c.configureBlocking(false);
-                    inbound.add(new Inbound(c));
-                } catch (IOException | RuntimeException | Error e) {
-                    closeQuietly(c); // not yet in inbound, which close() closes
-                    throw e;
-                }
-            }
-        } catch (IOException e) {
-            acceptFailed.log(() -> "tcp: accept failed: " + e.getMessage());
-        }
+        for (Acceptor.Verified v; (v = acceptor.poll()) != null; events++) inbound.add(new Inbound(v));
         for (int i = inbound.size() - 1; i >= 0; i--) {
             Inbound in = inbound.get(i);
             try {
@@ -226,13 +251,12 @@ final class TcpTransport implements Transport {
     }
 
     /**
-     * Closes a connection that ended and, when it had announced its sender, forgets the key and
-     * then tells the sink (in that order: an answer connected from the callback must not find the
-     * address still given). Returns the events: 1 when the sink was told.
+     * Closes a connection that ended, forgets its key and then tells the sink (in that order: an
+     * answer connected from the callback must not find the address still given). Returns the
+     * events: 1, the sink told.
      */
     private int end(Inbound in) {
         in.close();
-        if (in.key == 0) return 0;
         senders.remove(in.key);
         sink.onSenderClosed(in.key);
         return 1;
@@ -250,6 +274,7 @@ final class TcpTransport implements Transport {
         closed = true;
         endpoints.forEach(TcpEndpoint::release);
         endpoints.clear();
+        acceptor.close(); // first: it hands over no connection after inbound is closed
         // The worker closes every endpoint itself: its own close tells the sink of no sender.
         inbound.forEach(Inbound::close);
         inbound.clear();
@@ -270,55 +295,28 @@ final class TcpTransport implements Transport {
         }
     }
 
-    /** A connection a peer opened to this transport: its hello (token, then its sender's address), then frames, each delivered once whole. */
+    /** A connection a peer opened to this transport, its hello verified ({@link Acceptor}): frames, each delivered once whole. */
     private final class Inbound {
         private final SocketChannel channel;
-        /**
-         * Until the hello is read, room for its token and address length, then for the address
-         * alone: a connection whose peer presents no token (anyone who reaches the port can open
-         * one) costs no buffer for a whole frame.
-         */
-        private ByteBuffer buffer = ByteBuffer.allocate(Frame.HELLO_PREFIX).order(ByteOrder.LITTLE_ENDIAN);
+        private final ByteBuffer buffer;
         /** The frame buffer as the sink gets it: read-only and made once, so the runtime hands it on as it is, with no view per message. */
-        private MemorySegment segment;
-        private boolean verified;
-        /** The address the connector announced in its hello; null until it is read. */
-        private byte[] senderAddress;
-        /** The key its messages are delivered with, once its hello is read; 0 before. */
-        private long key;
+        private final MemorySegment segment;
+        /** The address the connector announced in its hello. */
+        private final byte[] senderAddress;
+        /** The key its messages are delivered with: never 0. */
+        private final long key;
 
-        Inbound(SocketChannel channel) {
-            this.channel = channel;
+        Inbound(Acceptor.Verified verified) {
+            this.channel = verified.channel();
+            this.buffer = verified.frames();
+            this.segment = MemorySegment.ofBuffer(buffer).asReadOnly();
+            this.senderAddress = verified.senderAddress();
+            this.key = ++lastKey;
+            senders.put(key, this);
         }
 
         /** Reads what arrived and delivers every whole frame; -1 at end of stream. */
         int read() throws IOException {
-            if (!verified) {
-                int n = channel.read(buffer);
-                // Judged as soon as it is whole: a stranger's wrong token is dropped without waiting for more.
-                if (buffer.position() >= Frame.TOKEN_LENGTH && !MessageDigest.isEqual(Arrays.copyOf(buffer.array(), Frame.TOKEN_LENGTH), token)) {
-                    throw new ConduitException("tcp: a peer presented a wrong token");
-                }
-                if (buffer.hasRemaining()) return n < 0 ? -1 : 0;
-                int length = Short.toUnsignedInt(buffer.getShort(Frame.TOKEN_LENGTH));
-                if (length == 0 || length > Transport.MAX_ADDRESS_LENGTH) {
-                    throw new ConduitException("tcp: a peer announced an address of " + length + " bytes (1 to "
-                            + Transport.MAX_ADDRESS_LENGTH + ")");
-                }
-                verified = true;
-                buffer = ByteBuffer.allocate(length);
-            }
-            if (senderAddress == null) {
-                int n = channel.read(buffer);
-                if (buffer.hasRemaining()) return n < 0 ? -1 : 0;
-                // Made first: a connection whose buffer cannot be made is dropped (Frame.buffer's exception) before it gets a key.
-                ByteBuffer frames = Frame.buffer(maxPayload);
-                senderAddress = buffer.array();
-                key = ++lastKey;
-                senders.put(key, this);
-                buffer = frames;
-                segment = MemorySegment.ofBuffer(buffer).asReadOnly();
-            }
             int n = channel.read(buffer);
             buffer.flip();
             int delivered = 0;

@@ -32,6 +32,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -45,8 +46,8 @@ class TcpTransportTest {
 
     /**
      * A stranger can connect as fast as it likes: each connection it makes with a wrong token is
-     * dropped, but the warnings are not one per connection (plugin-authoring.md: what a peer or a
-     * stranger can repeat goes through RepeatedWarning).
+     * closed unanswered, but the warnings are not one per connection (plugin-authoring.md: what a
+     * peer or a stranger can repeat goes through RepeatedWarning).
      */
     @Test
     void strangersThatPresentAWrongTokenAreDroppedWithoutFloodingTheLog(@TempDir Path shared) throws IOException {
@@ -59,10 +60,7 @@ class TcpTransportTest {
             for (int i = 0; i < strangers; i++) {
                 try (SocketChannel stranger = SocketChannel.open(listening)) {
                     stranger.write(ByteBuffer.wrap(new byte[Frame.TOKEN_LENGTH]));
-                    stranger.configureBlocking(false);
-                    // Dropped: the transport closes the connection, which the stranger reads as end of stream.
-                    ByteBuffer nothing = ByteBuffer.allocate(1);
-                    while (stranger.read(nothing.clear()) >= 0) transport.progress();
+                    assertEquals(-1, stranger.read(ByteBuffer.allocate(1)), "what a stranger with a wrong token reads: the end, no acknowledgement");
                 }
             }
             assertEquals(1, warnings.size(), "warnings logged for " + strangers + " connections with a wrong token, made one after "
@@ -73,8 +71,8 @@ class TcpTransportTest {
 
     /**
      * A connector that presents the right token but announces an address no transport has (empty,
-     * or longer than Transport.MAX_ADDRESS_LENGTH) is dropped naming the length, before it gets a
-     * key or a frame buffer; the sink is told of no sender. Each case on a transport of its own, so
+     * or longer than Transport.MAX_ADDRESS_LENGTH) is closed unanswered naming the length, before it
+     * gets a key or a frame buffer; the sink is told of no sender. Each case on a transport of its own, so
      * that each has its warning (at most one a minute per transport).
      */
     @ParameterizedTest
@@ -101,10 +99,9 @@ class TcpTransportTest {
             ByteBuffer hello = ByteBuffer.allocate(Frame.HELLO_PREFIX).order(ByteOrder.LITTLE_ENDIAN)
                     .put(tokenOf(transport)).putShort((short) length).flip();
             while (hello.hasRemaining()) peer.write(hello);
-            peer.configureBlocking(false);
-            ByteBuffer nothing = ByteBuffer.allocate(1);
-            while (peer.read(nothing.clear()) >= 0) transport.progress(); // dropped: end of stream
-            assertEquals(List.of("tcp: dropping an inbound connection: tcp: a peer announced an address of " + length
+            assertEquals(-1, peer.read(ByteBuffer.allocate(1)), "what the connector reads: the end, no acknowledgement");
+            transport.progress();
+            assertEquals(List.of("tcp: refused a connection from " + peer.getLocalAddress() + ": it announced an address of " + length
                     + " bytes (1 to 1024)"), warnings);
             assertTrue(ended.isEmpty(), "onSenderClosed for a connection that never announced a sender: " + ended);
         }
@@ -112,8 +109,9 @@ class TcpTransportTest {
 
     /**
      * A hello that arrives a byte at a time (TCP may cut it anywhere) is put together across
-     * progress() calls: the token judged once whole, then the address's length, then the address;
-     * the message after it is delivered with the connection's key, for which senderAddress gives
+     * progress() calls: the token judged once whole, then the address's length, then the address,
+     * which the transport acknowledges; the message after it (which the acknowledgement's reader
+     * leaves to progress()) is delivered with the connection's key, for which senderAddress gives
      * the address the hello carried, until the connection ends, which the sink is told once.
      */
     @Test
@@ -147,6 +145,11 @@ class TcpTransportTest {
                     stream.position(stream.position() + 1);
                     for (int i = 0; i < 3; i++) transport.progress();
                 }
+                ByteBuffer ack = ByteBuffer.allocate(Frame.ACK.length);
+                while (ack.hasRemaining() && peer.read(ack) >= 0) {
+                    // blocking: the acknowledgement comes from the transport's own thread
+                }
+                assertArrayEquals(Frame.ACK, ack.array(), "the answer to the hello");
                 while (keys.isEmpty()) transport.progress();
                 long key = keys.getFirst();
                 assertTrue(key != 0, "the key of a connection that announced its sender: never 0");
@@ -201,12 +204,13 @@ class TcpTransportTest {
      * ConduitException, so that the runtime tries the next transport both workers have, before any
      * connection is tried. Tried, it would be refused and taken for the peer's death, or reach
      * whatever else listens on that port here; so the listener below, which would accept it, gets
-     * no connection. The same address from this namespace connects.
+     * no connection. The same address from this namespace is tried, and refused because the
+     * listener, no transport, never acknowledges the hello.
      */
     @Test
     void aLoopbackAddressOfAnotherNetworkNamespaceIsUnreachableAndNotTried(@TempDir Path shared) throws IOException {
         try (ServerSocketChannel listener = ServerSocketChannel.open();
-             Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
+             Transport transport = new TcpPlugin().openTransport(TestContext.of(shared, "tcp.connect.timeout", "200ms")
                      .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
             listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             listener.configureBlocking(false);
@@ -225,7 +229,12 @@ class TcpTransportTest {
 
             byte[] here = new PayloadWriter().u8(Frame.VERSION).string("127.0.0.1").u16(port).u32(1024).string(LoopbackScope.current())
                     .bytes(new byte[Frame.TOKEN_LENGTH]).toByteArray();
-            transport.connect(new PayloadReader(here), cause -> { }).close();
+            ConduitException unanswered = assertThrows(ConduitException.class, () -> transport.connect(new PayloadReader(here), cause -> { }));
+            assertTrue(unanswered.getMessage().contains("did not acknowledge the hello within tcp.connect.timeout (200ms)"),
+                    unanswered.getMessage());
+            try (SocketChannel tried = listener.accept()) {
+                assertNotNull(tried, "the connection to the address of this namespace");
+            }
             assertTrue(LoopbackScope.current().matches("[0-9a-f-]{36}/net:\\[[0-9]+]"), "this host's scope: " + LoopbackScope.current());
         }
     }
@@ -283,55 +292,73 @@ class TcpTransportTest {
     }
 
     /**
-     * A process out of file descriptors cannot accept the connections waiting on the listening
-     * socket, and every progress() tries again: the failure is warned about once a minute, not once
-     * per progress() (RepeatedWarning: "a fault that persists").
+     * A process out of file descriptors cannot accept the connection waiting on the listening
+     * socket, and the transport's thread tries again after a pause: the failure is warned about
+     * once a minute, not once per try (RepeatedWarning: "a fault that persists").
      */
     @Test
-    void anAcceptThatKeepsFailingForWantOfDescriptorsIsNotWarnedAboutAtEveryProgress(@TempDir Path shared) throws IOException {
+    void anAcceptThatKeepsFailingForWantOfDescriptorsIsNotWarnedAboutAtEveryTry(@TempDir Path shared) throws IOException, InterruptedException {
         RecordingLogger recording = new RecordingLogger();
         List<String> warnings = recording.warnings();
         try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared).withLogger(recording)
                 .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
             InetSocketAddress listening = listeningAddress(transport);
-            try (SocketChannel first = SocketChannel.open(listening); SocketChannel waiting = SocketChannel.open(listening)) {
-                transport.progress(); // takes both, as it will try to take the next one below
-                try (SocketChannel third = SocketChannel.open(listening)) {
-                    List<java.nio.channels.FileChannel> held = new ArrayList<>();
-                    try {
-                        try {
-                            while (true) held.add(java.nio.channels.FileChannel.open(Path.of("/dev/null")));
-                        } catch (IOException allTaken) {
-                            // every descriptor of the process is in use: accept(2) fails with EMFILE
-                        }
-                        for (int i = 0; i < 50; i++) transport.progress();
-                    } finally {
-                        for (java.nio.channels.FileChannel c : held) c.close();
-                    }
+            // A stranger first, while descriptors are free: the transport's thread loads the classes a connection needs then
+            // (loading one opens its file), not when it would fail to, for good (NoClassDefFoundError).
+            try (SocketChannel stranger = SocketChannel.open(listening)) {
+                stranger.write(ByteBuffer.wrap(new byte[Frame.TOKEN_LENGTH]));
+                assertEquals(-1, stranger.read(ByteBuffer.allocate(1)), "what a stranger with a wrong token reads");
+            }
+            List<java.nio.channels.FileChannel> held = new ArrayList<>();
+            SocketChannel waiting = null;
+            try {
+                try {
+                    while (true) held.add(java.nio.channels.FileChannel.open(Path.of("/dev/null")));
+                } catch (IOException allTaken) {
+                    // every descriptor of the process is in use
                 }
+                held.removeLast().close(); // one, for the connection below: then the transport's accept(2) fails with EMFILE
+                waiting = SocketChannel.open(listening);
+                while (warnings.isEmpty()) Thread.sleep(10);
+                Thread.sleep(1000); // about ten tries more, each failing
+            } finally {
+                for (java.nio.channels.FileChannel c : held) c.close();
+                if (waiting != null) waiting.close();
             }
         }
-        assertEquals(1, warnings.size(), "warnings logged for 50 progress() calls that could not accept a connection: " + warnings);
+        // The stranger's refusal, and the waiting connection's, accepted once descriptors are free: warnings of their own.
+        List<String> acceptFailures = warnings.stream().filter(w -> w.startsWith("tcp: accept failed: ")).toList();
+        assertEquals(1, acceptFailures.size(), "warnings logged for an accept that failed for a second: " + warnings);
     }
 
     /**
-     * A connection gets its buffer for a whole frame (tcp.max.payload, 1 MiB by default) once it
-     * presented the token: strangers who connect and send nothing cost the transport no memory.
+     * Anyone who reaches the port can connect: a connection gets its buffer for a whole frame
+     * (tcp.max.payload, 1 MiB by default) once its hello is verified, so strangers who connect and
+     * send nothing cost the transport no such memory, and no more than Acceptor.MAX_HANDSHAKES of
+     * them wait at once (each for at most tcp.connect.timeout, here longer than the test): the one
+     * beyond is closed as it is accepted, naming the cap.
      */
     @Test
-    void connectionsThatPresentNoTokenGetNoFrameBuffer(@TempDir Path shared) throws IOException {
-        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared)
+    void connectionsThatPresentNoTokenGetNoFrameBufferAndThoseBeyondTheCapAreClosed(@TempDir Path shared) throws IOException {
+        RecordingLogger recording = new RecordingLogger();
+        List<String> warnings = recording.warnings();
+        try (Transport transport = new TcpPlugin().openTransport(TestContext.of(shared, "tcp.connect.timeout", "10m").withLogger(recording)
                 .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
             InetSocketAddress listening = listeningAddress(transport);
-            int strangers = 20;
             List<SocketChannel> connected = new ArrayList<>();
             try {
-                transport.progress();
                 long before = directMemoryUsed();
-                for (int i = 0; i < strangers; i++) connected.add(SocketChannel.open(listening));
-                for (int i = 0; i < 10; i++) transport.progress(); // accepts them
+                for (int i = 0; i < Acceptor.MAX_HANDSHAKES; i++) connected.add(SocketChannel.open(listening));
+                try (SocketChannel beyond = SocketChannel.open(listening)) {
+                    // Its end also says that the transport accepted all those before it: they wait for their hello.
+                    assertEquals(-1, beyond.read(ByteBuffer.allocate(1)), "what the connection beyond the cap reads");
+                }
                 long grown = directMemoryUsed() - before;
-                assertTrue(grown < 1 << 20, "direct memory taken for " + strangers + " connections that sent nothing: " + grown + " bytes");
+                assertTrue(grown < 1 << 20, "direct memory taken for " + Acceptor.MAX_HANDSHAKES + " connections that sent nothing: "
+                        + grown + " bytes");
+                assertEquals(1, warnings.size(), "warnings: " + warnings);
+                assertTrue(warnings.getFirst().contains(": " + Acceptor.MAX_HANDSHAKES + " connections are waiting for their hello "
+                        + "already, the most this transport lets wait"), warnings.getFirst());
             } finally {
                 for (SocketChannel c : connected) c.close();
             }
