@@ -236,7 +236,7 @@ class ContainerTransportTest {
                 assertThat(echoes.received(4)).isEqualTo(roundTrips);
                 assertThat(container.stats("c")).as("what the container received").containsEntry("errors", "0")
                         .containsEntry("streams", "4:" + roundTrips);
-                assertThat(container.failures("c")).isEmpty();
+                container.assertNoFailures("c");
                 assertThat(host.failures()).isEmpty();
                 assertThat(host.progressErrors()).isEmpty();
                 Setup.report("%s host -> container, answered through replyEndpoint(): %d mixed round trips, checked on both sides",

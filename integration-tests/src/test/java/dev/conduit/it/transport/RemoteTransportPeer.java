@@ -6,6 +6,7 @@ import dev.conduit.it.process.Launcher;
 import dev.conduit.it.process.OpenResources;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -115,6 +116,29 @@ final class RemoteTransportPeer implements AutoCloseable {
         String list = fields(child.call("failures", w)).get("list");
         if (list.equals("-")) return List.of();
         return Arrays.stream(list.split(",")).map(s -> s.split("@")).toList();
+    }
+
+    /**
+     * How many times {@code progress()} or {@code await} threw on {@code w}'s thread between tasks
+     * (the child prints the first few on its stderr).
+     */
+    long progressErrors(String w) {
+        return Long.parseLong(fields(child.call("failures", w)).get("progressErrors"));
+    }
+
+    /**
+     * Asserts that nothing failed on {@code w}: no error handler call, and nothing thrown by
+     * {@code progress()} or {@code await} on its thread — which a receiver's count cannot show,
+     * since a progress call may throw after it delivered. Fails with the calls, or with how many
+     * threw and the first's stack trace.
+     */
+    void assertNoFailures(String w) {
+        Map<String, String> f = fields(child.call("failures", w));
+        if (!f.get("list").equals("-")) throw new AssertionError("error handler calls on worker " + w + " in the child: " + f.get("list"));
+        if (!f.get("progressErrors").equals("0")) {
+            throw new AssertionError(f.get("progressErrors") + " exceptions from progress() or await on worker " + w
+                    + " in the child; the first:\n" + new String(HexFormat.of().parseHex(f.get("firstProgressError")), StandardCharsets.UTF_8));
+        }
     }
 
     byte[] region(String w, String name, long size) {

@@ -102,7 +102,7 @@ class StreamingTest {
             Map<String, String> theirs = child.stats("w");
             assertThat(theirs).as("what the child received").containsEntry("errors", "0")
                     .containsEntry("messages", Long.toString(MESSAGES)).containsEntry("streams", "3:" + MESSAGES);
-            assertThat(child.failures("w")).isEmpty();
+            child.assertNoFailures("w");
             assertThat(local.failures()).isEmpty();
         }
     }

@@ -48,7 +48,8 @@ class ThreadModesAcrossProcessesTest {
      * Four threads send 50 000 mixed messages each on one endpoint of a {@code MULTI} worker (the
      * shared-memory plugins declare {@code SINGLE} and {@code SERIALIZED}, so the runtime's lock is
      * in force) while one thread progresses it, which is what drains the endpoint's local queue.
-     * A child receives: every message arrives, each thread's in the order it sent them.
+     * A child receives: every message arrives, each thread's in the order it sent them, and its
+     * {@code progress()} never throws.
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -96,11 +97,12 @@ class ThreadModesAcrossProcessesTest {
                 }));
             }
             Setup.waitWhileProgressing(() -> child.messages("r"), threads * perThread,
-                    () -> senders.stream().anyMatch(f -> f.state() == Future.State.FAILED) || progress.isDone(), GUARD,
-                    () -> "messages the child took of " + threads + " threads' streams: " + child.stats("r") + "; senders "
+                    () -> senders.stream().anyMatch(f -> f.state() == Future.State.FAILED) || progress.isDone() || child.progressErrors("r") > 0,
+                    GUARD, () -> "messages the child took of " + threads + " threads' streams: " + child.stats("r") + "; senders "
                             + senders.stream().map(Future::state).toList() + ", pending " + ep.pending() + ", progress thread "
                             + progress.state(),
                     Setup.pause(CHILD_POLL));
+            child.assertNoFailures("r"); // a receiving thread whose progress() throws may deliver on, or stop: either fails here at once
             List<Long> maxPending = new ArrayList<>();
             for (Future<Long> f : senders) maxPending.add(f.get(GUARD.toSeconds(), TimeUnit.SECONDS));
             Setup.waitUntil(() -> ep.pending() == 0, GUARD, () -> "pending " + ep.pending());

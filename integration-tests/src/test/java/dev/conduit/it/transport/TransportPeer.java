@@ -12,9 +12,12 @@ import dev.conduit.it.process.Patterns;
 import dev.conduit.spi.ThreadMode;
 
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HexFormat;
@@ -54,6 +57,7 @@ import java.util.zip.CRC32C;
  * join &lt;job&gt; &lt;millis&gt;                      waits at most millis, then as status
  * stats &lt;w&gt;                                the DATA receiver's summary
  * failures &lt;w&gt;                             count=… list=ep@nanoTime@type@message,… (message with _ for blanks)
+ *                                          progressErrors=… firstProgressError=&lt;its stack trace, UTF-8 as hex&gt;|-
  * pause &lt;w&gt; | resume &lt;w&gt;                   stop / resume progressing between tasks
  * region &lt;w&gt; &lt;name&gt; &lt;size&gt;                a region of the worker's conduit's pool → handle=&lt;hex&gt;
  * fill &lt;name&gt; &lt;seed&gt; | crc &lt;name&gt; → crc=…  | word &lt;name&gt; &lt;offset&gt; → value=…
@@ -129,8 +133,9 @@ public final class TransportPeer {
                     List<WorkerHost.Failure> f = p.host(a.get(0)).failures();
                     String list = f.stream().map(x -> x.endpoint() + "@" + x.nanoTime() + "@" + x.type() + "@"
                             + x.message().replaceAll("[\\s,@]+", "_")).collect(Collectors.joining(","));
-                    return "count=" + f.size() + " list=" + (list.isEmpty() ? "-" : list)
-                            + " progressErrors=" + p.host(a.get(0)).progressErrors().size();
+                    List<Throwable> errors = p.host(a.get(0)).progressErrors();
+                    return "count=" + f.size() + " list=" + (list.isEmpty() ? "-" : list) + " progressErrors=" + errors.size()
+                            + " firstProgressError=" + (errors.isEmpty() ? "-" : HexFormat.of().formatHex(stackTrace(errors.getFirst())));
                 })
                 .on("pause", a -> {
                     p.host(a.get(0)).pause(true);
@@ -335,6 +340,12 @@ public final class TransportPeer {
         t.setDaemon(true);
         t.start();
         return "";
+    }
+
+    private static byte[] stackTrace(Throwable t) {
+        StringWriter text = new StringWriter();
+        t.printStackTrace(new PrintWriter(text));
+        return text.toString().getBytes(StandardCharsets.UTF_8);
     }
 
     static String crc(MemorySegment s) {

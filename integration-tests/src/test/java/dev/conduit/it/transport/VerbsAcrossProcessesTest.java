@@ -75,7 +75,7 @@ class VerbsAcrossProcessesTest {
             assertThat(pingPong.get(GUARD.toSeconds(), TimeUnit.SECONDS)).isEqualTo(10_000);
             assertThat(echoes.errors()).isEmpty();
             assertThat(local.failures()).isEmpty();
-            assertThat(child.failures("w")).isEmpty();
+            child.assertNoFailures("w");
             long nanos = Long.parseLong(result.get("nanos"));
             Setup.report("verbs streaming child -> test: %d messages in %d ms: %s", MESSAGES, nanos / 1_000_000,
                     Setup.perSecond(MESSAGES, nanos));

@@ -45,6 +45,8 @@ final class WorkerHost implements AutoCloseable {
      */
     private static final long SPIN_NANOS = 5_000_000;
     private static final Duration NAP = Duration.ofMillis(1);
+    /** How many exceptions of {@code progress()} or {@code await} are printed in full: a flood is counted, not printed. */
+    private static final int PRINTED_PROGRESS_ERRORS = 3;
     static final Duration CALL_TIMEOUT = Duration.ofSeconds(60);
 
     private final String name;
@@ -109,7 +111,7 @@ final class WorkerHost implements AutoCloseable {
                 try {
                     events = worker.progress();
                 } catch (RuntimeException | Error e) {
-                    progressErrors.add(e);
+                    progressFailed(e);
                     events = 1;
                 }
                 if (events > 0) {
@@ -123,7 +125,7 @@ final class WorkerHost implements AutoCloseable {
                         try {
                             worker.await(NAP);
                         } catch (RuntimeException | Error e) {
-                            progressErrors.add(e);
+                            progressFailed(e);
                         }
                     }
                 }
@@ -137,9 +139,24 @@ final class WorkerHost implements AutoCloseable {
                 try {
                     if (ownsConduit) conduit.close();
                 } finally {
+                    if (progressErrors.size() > PRINTED_PROGRESS_ERRORS) {
+                        System.err.println("worker " + name + ": " + progressErrors.size() + " exceptions from progress() or await in all");
+                    }
                     finished.complete(null);
                 }
             }
+        }
+    }
+
+    /** Keeps the exception for {@link #progressErrors()} and prints the first few to stderr, which a child's failing test shows. */
+    private void progressFailed(Throwable e) {
+        progressErrors.add(e);
+        int n = progressErrors.size();
+        if (n <= PRINTED_PROGRESS_ERRORS) {
+            System.err.println("worker " + name + ": exception " + n + " from progress() or await:");
+            e.printStackTrace();
+        } else if (n == PRINTED_PROGRESS_ERRORS + 1) {
+            System.err.println("worker " + name + ": more exceptions from progress() or await, counted but not printed");
         }
     }
 
