@@ -60,11 +60,14 @@ class RmaAcrossProcessesTest {
                     assertThat(child.crc(name)).as("the child's CRC32C of %s after a put of %d bytes", name, size)
                             .isEqualTo(TransportPeer.crc(local));
 
-                    // get what the child wrote
-                    child.fill(name, 20 + i);
+                    // get what the child wrote, which is not what this JVM put (a get returning stale bytes fails)
+                    long fillSeed = 21 + i;
+                    assertThat(Patterns.firstMismatch(local, fillSeed)).as("first byte where the put's pattern differs from the child's fill")
+                            .isNotEqualTo(-1);
+                    child.fill(name, fillSeed);
                     MemorySegment got = arena.allocate(size, 64);
                     ep.get(region, 0, got);
-                    assertThat(Patterns.firstMismatch(got, 20 + i)).as("first wrong byte of a get of %d bytes", size).isEqualTo(-1);
+                    assertThat(Patterns.firstMismatch(got, fillSeed)).as("first wrong byte of a get of %d bytes", size).isEqualTo(-1);
 
                     // a put and a get in the middle, at odd offsets
                     if (size >= 4096) {
