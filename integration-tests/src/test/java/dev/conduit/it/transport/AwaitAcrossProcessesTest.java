@@ -2,6 +2,7 @@ package dev.conduit.it.transport;
 
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
+import dev.conduit.PeerRegion;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
@@ -36,13 +37,16 @@ class AwaitAcrossProcessesTest {
     private static final Duration GUARD = Duration.ofSeconds(120);
 
     /**
-     * No wake-up is lost: a child sends 20 000 small messages with random pauses (none, a short
-     * spin, a yield, a park of up to 200 µs), so that the receiver is sometimes asleep, sometimes
-     * about to sleep and sometimes busy when one commits. The receiver only ever loops
-     * {@code await(10 s)} → {@code progress()} until it has them all. A lost wake-up would leave it
-     * asleep for a whole await with a message waiting, and that await would return {@code false}:
-     * none may. An await that ran out while no message came (the child descheduled for its whole
-     * 10 s on a loaded machine) is no lost wake-up and was counted as one. (The liveness interval is an hour here: by default an await also wakes every
+     * No wake-up is lost: a child sends 20 000 small messages, each only once this worker counted
+     * the one before (in a word of the child's region, which this side fetch-adds), then after a
+     * random pause (none, a short spin, a yield, a park of up to 200 µs), so that the receiver is
+     * sometimes asleep, sometimes about to sleep and sometimes busy when one commits. The receiver
+     * only ever loops {@code await(10 s)} → {@code progress()} → count until it has them all. No
+     * later message can rescue a lost wake-up, since none comes until this side counted: a lost one
+     * leaves the receiver asleep for a whole await with a message waiting, and that await returns
+     * {@code false}: none may (the first ends the test). An await that ran out while no message came
+     * (the child descheduled for its whole 10 s on a loaded machine) is no lost wake-up and is not
+     * counted as one. (The liveness interval is an hour here: by default an await also wakes every
      * interval to check peers, 20 ms, and that would hide a lost wake-up.) Nothing here is timed.
      */
     @ParameterizedTest
@@ -54,40 +58,48 @@ class AwaitAcrossProcessesTest {
              Conduit conduit = Setup.conduit(shared, plugin, plugin + ".liveness.interval=1h");
              Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
             worker.onMessage(Traffic.DATA, check);
-            child.worker("s", plugin, "SINGLE");
+            WorkerAddress sender = child.worker("s", plugin, "SINGLE");
             child.connect("s", "to-test", worker.address());
-            child.trickle("t", "s", "to-test", 5, messages, 42);
+            Endpoint toSender = worker.connect(sender);
+            try (PeerRegion counted = toSender.peerRegion(child.region("s", "counted", 8))) {
+                child.trickle("t", "s", "to-test", 5, messages, 42, "counted");
 
-            long[] awaits = {0};
-            long[] ranOut = {0};
-            long[] empty = {0};
-            // The receiver's loop is the wait's step; the guard runs from the last message that arrived.
-            Setup.waitWhileProgressing(check::messages, messages, () -> check.errorCount() > 0, GUARD,
-                    () -> "messages of the child's trickle taken by await and progress: " + check.summary() + "; " + awaits[0] + " awaits, "
-                            + ranOut[0] + " ran out",
-                    () -> {
-                        boolean woke = worker.await(Duration.ofSeconds(10));
-                        awaits[0]++;
-                        int delivered = worker.progress();
-                        // Lost: slept its whole timeout with messages waiting. One that ran out while none came (the child
-                        // kept off the processor for 10 s) lost nothing: the guard above bounds that wait.
-                        if (!woke && delivered > 0) ranOut[0]++;
-                        if (delivered == 0) empty[0]++;
-                    });
-            assertThat(check.errors()).isEmpty();
-            assertThat(check.received(5)).isEqualTo(messages);
-            assertThat(child.join("t", GUARD)).containsEntry("sent", Long.toString(messages)).containsEntry("failed", "false");
-            Setup.report("%s await: %d messages, %d awaits, %d ran out (false), %d followed by an empty progress()", plugin, messages,
-                    awaits[0], ranOut[0], empty[0]);
-            assertThat(ranOut[0]).as("awaits that slept their whole 10 s although messages kept coming: lost wake-ups").isZero();
+                long[] awaits = {0};
+                long[] ranOut = {0};
+                long[] empty = {0};
+                long[] acknowledged = {0};
+                // The receiver's loop is the wait's step; the guard runs from the last message that arrived.
+                Setup.waitWhileProgressing(check::messages, messages, () -> check.errorCount() > 0 || ranOut[0] > 0, GUARD,
+                        () -> "messages of the child's trickle taken by await and progress: " + check.summary() + "; " + awaits[0]
+                                + " awaits, " + ranOut[0] + " ran out",
+                        () -> {
+                            boolean woke = worker.await(Duration.ofSeconds(10));
+                            awaits[0]++;
+                            int delivered = worker.progress();
+                            // Lost: slept its whole timeout with a message waiting. One that ran out while none came (the child
+                            // kept off the processor for 10 s) lost nothing: the guard above bounds that wait.
+                            if (!woke && delivered > 0) ranOut[0]++;
+                            if (delivered == 0) empty[0]++;
+                            long taken = check.messages(); // progress() counts events, not messages: a connection's too
+                            if (taken > acknowledged[0]) toSender.fetchAdd(counted, 0, taken - acknowledged[0]);
+                            acknowledged[0] = taken;
+                        });
+                assertThat(ranOut[0]).as("awaits that slept their whole 10 s with a message waiting: lost wake-ups (at %d of %d messages)",
+                        check.messages(), messages).isZero();
+                assertThat(check.errors()).isEmpty();
+                assertThat(check.received(5)).isEqualTo(messages);
+                assertThat(child.join("t", GUARD)).containsEntry("sent", Long.toString(messages)).containsEntry("failed", "false");
+                Setup.report("%s await: %d messages, %d awaits, %d ran out (false), %d followed by an empty progress()", plugin,
+                        messages, awaits[0], ranOut[0], empty[0]);
+            }
         }
     }
 
     /**
      * No wake-up is lost where nothing would rescue it: a ping-pong of 5 000 small messages in
-     * which this worker sleeps in {@code await(10 s)} until each echo arrives. In the trickle above
-     * the next message's wake-up hides a lost one; here the echo is the last message until this
-     * side sends again, so a lost wake-up leaves the await asleep for its whole 10 s, and it
+     * which this worker sleeps in {@code await(10 s)} until each echo arrives, sent by the peer's
+     * handler at once rather than after a random pause as in the trickle above. The echo is the
+     * last message until this side sends again, so a lost wake-up leaves the await asleep for its whole 10 s, and it
      * returns {@code false} with the echo there. None may; one that ran out before the echo came
      * waits on, up to the hang guard. (Liveness interval an hour, as above.)
      */

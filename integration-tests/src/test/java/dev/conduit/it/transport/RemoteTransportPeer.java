@@ -73,6 +73,11 @@ final class RemoteTransportPeer implements AutoCloseable {
         child.call("trickle", job, w, ep, stream, count, seed);
     }
 
+    /** As {@link #trickle}, each message waiting until the peer counted it in the word at 0 of region {@code acks} of the child's. */
+    void trickle(String job, String w, String ep, int stream, long count, long seed, String acks) {
+        child.call("trickle", job, w, ep, stream, count, seed, acks);
+    }
+
     /** The job's fields now: {@code done=false stage=…} or {@code done=true …}. */
     Map<String, String> status(String job) {
         return fields(child.call("status", job));

@@ -52,7 +52,9 @@ import java.util.zip.CRC32C;
  * reply &lt;w&gt;                               a Receiver for DATA on w that sends each message back as ECHO through its replyEndpoint()
  * stream &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;profile&gt; &lt;count&gt; &lt;maxPending&gt;   job: {@link Traffic#stream}, then drain → sent=… pendingAtIssue=…
  * pingpong &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;profile&gt; &lt;count&gt;         job: {@link Traffic#pingPong} → roundTrips=… echoes=&lt;summary&gt;
- * trickle &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;count&gt; &lt;seed&gt;   job: count SMALL messages with random pauses (none, spin, yield, park) between them
+ * trickle &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;count&gt; &lt;seed&gt; [ack]   job: count SMALL messages with random pauses (none, spin, yield, park)
+ *                                          between them; with ack (a region's name), each waits until the peer has counted it
+ *                                          (the region's word at 0 reaches its number) before the pause
  * status &lt;job&gt;                             done=false stage=… sent=… (sends returned, of a stream), or done=true and the result
  * join &lt;job&gt; &lt;millis&gt;                      waits at most millis, then as status
  * stats &lt;w&gt;                                the DATA receiver's summary
@@ -248,6 +250,7 @@ public final class TransportPeer {
         int s = Integer.parseInt(a.get(3));
         long count = Long.parseLong(a.get(4));
         long seed = Long.parseLong(a.get(5));
+        MemorySegment acks = a.size() > 6 ? region(a.get(6)).segment() : null;
         startJob(job, h, j -> () -> {
             SplittableRandom random = new SplittableRandom(seed);
             Endpoint e = h.endpoint(ep);
@@ -255,6 +258,12 @@ public final class TransportPeer {
             long t0 = System.nanoTime();
             for (long n = 0; n < count; n++) {
                 e.send(Traffic.DATA, Traffic.header(header, s, Traffic.Profile.SMALL, n), Traffic.payload(s, Traffic.Profile.SMALL, n));
+                if (acks != null) {
+                    while ((long) WORD.getVolatile(acks, 0L) <= n && !e.isFailed()) {
+                        if (e.pending() > 0) h.worker().progress();
+                        Thread.onSpinWait();
+                    }
+                }
                 switch (random.nextInt(8)) {
                     case 4 -> {
                         long until = System.nanoTime() + random.nextLong(20_000);
