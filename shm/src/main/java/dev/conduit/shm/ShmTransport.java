@@ -479,6 +479,8 @@ public final class ShmTransport implements Transport {
      * test throws what a mapping thread that cannot start throws.
      */
     Runnable beforeReclaimHandOver;
+    /** Tests only: run at each liveness check, as {@link #checkPeersIfDue} starts it, where a test counts them. */
+    Runnable onLivenessCheck;
 
     /** A payload the application keeps in a sender's bounce ring ({@link #keepDelivered}). */
     private static final class KeptInRing {
@@ -1049,6 +1051,7 @@ public final class ShmTransport implements Transport {
         countAtLastClock = progressCount;
         if (now - lastLivenessCheck < livenessNanos) return 0;
         lastLivenessCheck = now;
+        if (onLivenessCheck != null) onLivenessCheck.run();
         return checkPeers(now);
     }
 

@@ -1,0 +1,84 @@
+package dev.conduit.shm;
+
+import dev.conduit.linux.Linux;
+import dev.conduit.spi.MessageSink;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * How often {@code progress()} checks its peers' liveness ({@code liveness.interval}), counted
+ * through {@link ShmTransport#onLivenessCheck} (package-private, so this test lives here): what
+ * bounds the time to find a dead peer, which no test may assert as a duration. The pauses between
+ * calls are lower bounds ({@code Thread.sleep} sleeps at least as long), never measured.
+ */
+class ShmTransportLivenessIntervalTest {
+
+    private static final MessageSink NO_MESSAGES = (id, h, ho, hl, p, po, pl) -> {
+        throw new AssertionError("no message is sent");
+    };
+
+    @TempDir
+    Path shared;
+
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (AutoCloseable c : open.reversed()) c.close();
+    }
+
+    /**
+     * Once the first check ran, every {@code progress()} that comes more than an interval (20 ms)
+     * after the one before checks: a check spaced wider than the interval (250 of them, say)
+     * would find a dead peer that much later, and counts fewer checks here.
+     */
+    @Test
+    void everyProgressAnIntervalAfterTheLastCheckChecksThePeers() throws Exception {
+        ShmTransport t = transport(Duration.ofMillis(20));
+        AtomicLong checks = new AtomicLong();
+        t.onLivenessCheck = checks::incrementAndGet;
+        // The first calls may not read the clock at all (it is read every 16th idle poll until polls are seen spaced).
+        for (int call = 0; call < 100 && checks.get() == 0; call++) {
+            Thread.sleep(25);
+            t.progress();
+        }
+        assertThat(checks.get()).as("checks in up to 100 calls 25 ms apart").isEqualTo(1);
+
+        for (int call = 0; call < 20; call++) {
+            Thread.sleep(25);
+            t.progress();
+        }
+        assertThat(checks.get() - 1).as("checks in 20 calls, each more than the 20 ms interval after the one before").isEqualTo(20);
+    }
+
+    /** Calls that each read the clock (spaced, so every one does) do not check before the interval (an hour here) has passed. */
+    @Test
+    void noProgressChecksThePeersBeforeAnIntervalHasPassed() throws Exception {
+        ShmTransport t = transport(Duration.ofHours(1));
+        AtomicLong checks = new AtomicLong();
+        t.onLivenessCheck = checks::incrementAndGet;
+        for (int call = 0; call < 50; call++) {
+            Thread.sleep(1);
+            t.progress();
+        }
+        assertThat(checks.get()).as("checks in 50 calls within the first hour").isZero();
+    }
+
+    private ShmTransport transport(Duration livenessInterval) {
+        InProcessMemory memory = new InProcessMemory();
+        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, livenessInterval, Duration.ofSeconds(10),
+                Duration.ofMillis(50), 1024, 64L << 30);
+        ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, NO_MESSAGES), config, memory, memory);
+        open.add(t);
+        return t;
+    }
+}
