@@ -966,24 +966,7 @@ class ReceiveQueueTest {
         int dyingSenders = 400;
         Set<Integer> deadOwners = ConcurrentHashMap.newKeySet();
         AtomicReference<Throwable> senderFailure = new AtomicReference<>();
-        List<Thread> senders = new ArrayList<>();
-        for (int t = 0; t < liveSenders; t++) {
-            int owner = t + 1;
-            senders.add(Thread.ofPlatform().daemon().start(() -> {
-                try {
-                    ReceiveQueue tx = ReceiveQueue.attach(ring, TOKEN);
-                    for (int i = 1; i <= perLiveSender; i++) {
-                        long connection = (long) owner << 32 | i;
-                        int length = 64 << i % 3; // records of two and four lines too: claims that pad the ring's end
-                        long offset;
-                        while ((offset = tx.claim(length, connection)) < 0) Thread.onSpinWait();
-                        tx.commit(offset, length, ReceiveQueue.MSG);
-                    }
-                } catch (RuntimeException | Error e) {
-                    senderFailure.compareAndSet(null, e);
-                }
-            }));
-        }
+        List<Thread> senders = startLiveSenders(ring, liveSenders, perLiveSender, senderFailure);
         int[] deaths = new int[4];
         senders.add(Thread.ofPlatform().daemon().start(() -> {
             try {
@@ -993,7 +976,7 @@ class ReceiveQueueTest {
                     int point = random.nextInt(4);
                     deaths[point]++;
                     if (point == 0 || point == 1) {
-                        claimAndStop(ring, owner, point == 1);
+                        while (claimAndDie(ring, owner, 64, point == 1 ? DiesAfter.TAKE : DiesAfter.CAS) < 0) Thread.onSpinWait();
                     } else {
                         ReceiveQueue tx = ReceiveQueue.attach(ring, TOKEN);
                         long offset;
@@ -1077,30 +1060,161 @@ class ReceiveQueueTest {
         }
     }
 
-    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    /**
+     * A sender dies at each point of a claim that pads the ring's end: after its CAS, after its take
+     * (its record at the ring's start, the end still free lines), after storing the padding, after
+     * named-up-to. {@link #sendersDyingAtEveryPointOfAClaimAmongLiveOnesCostNoLiveMessageAndNeverWedgeTheQueue}
+     * reaches none of these, for its dying senders claim one line, which never pads. One receiver
+     * and one live sender on one thread, so that the header is checked at every step of a death,
+     * over {@value #PADDING_DEATH_SEEDS} seeds of 400 sends, deaths and looks, on one queue that
+     * goes round its ring many times: every live message arrives once and in order,
+     * the header is never damaged, and the queue never wedges. The receiver read the padding of a
+     * sender that died after storing it, so named-up-to lies behind the head it finds blocked:
+     * the skip must store it all the same, or every sender waits for ever.
+     */
+    @Test
+    void aSenderDyingAtEachPointOfAClaimThatPadsTheRingsEndNeitherWedgesNorDamagesTheQueue() {
+        Set<Integer> deadOwners = new java.util.HashSet<>();
+        JudgingReceiver judge = new JudgingReceiver(receiver, deadOwners, 1);
+        int[] paddedDeaths = new int[DiesAfter.values().length];
+        long sent = 0;
+        int nextDeadOwner = 1000;
+        for (long seed = 0; seed < PADDING_DEATH_SEEDS; seed++) {
+            java.util.Random random = new java.util.Random(seed);
+            for (int step = 0; step < 400; step++) {
+                int length = 64 * (1 + random.nextInt(12));
+                if (random.nextInt(4) == 0) {
+                    DiesAfter diesAfter = DiesAfter.values()[random.nextInt(DiesAfter.values().length)];
+                    long padding = claimAndDie(memory, nextDeadOwner, length, diesAfter);
+                    if (padding >= 0) deadOwners.add(nextDeadOwner++);
+                    if (padding > 0) paddedDeaths[diesAfter.ordinal()]++;
+                } else if (send(ReceiveQueue.MSG, 1L << 32 | sent + 1, length) >= 0) {
+                    sent++;
+                }
+                for (int look = random.nextInt(4); look > 0; look--) judge.receiveOnce();
+            }
+        }
+        for (int look = 0; look < 1000 && receiver.hasPending(); look++) judge.receiveOnce();
+        assertThat(receiver.hasPending()).as("wedged at %d", receiver.headPosition()).isFalse();
+        assertThat(judge.last[1]).isEqualTo(sent);
+        assertThat(judge.deadDelivered).as("no dying sender committed").isZero();
+        assertThat(paddedDeaths).as("deaths at each point of a claim that padded").doesNotContain(0);
+        assertThat(receiver.headerDamage(TOKEN)).isNull();
+        assertThat(send(ReceiveQueue.MSG, 1L << 32 | sent + 1, 64)).as("claims go on").isNotNegative();
+    }
+
+    private static final int PADDING_DEATH_SEEDS = 100;
 
     /**
-     * A sender of {@code owner} that claims one line as {@link ReceiveQueue#claim} does (once the last
-     * claim is named, with room, by CAS on the tail word) and stops for good right after its CAS, or,
-     * if {@code take}, after its take, before it names the claim.
+     * Senders die at each point of claims that pad the ring's end while others send, as in
+     * {@link #sendersDyingAtEveryPointOfAClaimAmongLiveOnesCostNoLiveMessageAndNeverWedgeTheQueue},
+     * whose dying senders claim one line and never pad: here they claim four to sixteen lines of the
+     * smallest ring, so that about one claim in eight pads, and the receiver meets each kind of
+     * padded death with live claims made and named around it.
      */
-    private static void claimAndStop(MemorySegment ring, int owner, boolean take) {
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void sendersDyingAtEachPointOfClaimsThatPadTheRingsEndAmongLiveOnesCostNoLiveMessage() throws Exception {
+        MemorySegment ring = Arena.ofShared().allocate(ReceiveQueue.mappedLength(4096), 4096);
+        ReceiveQueue rx = ReceiveQueue.format(ring, TOKEN);
+        int liveSenders = 2;
+        int perLiveSender = 20_000;
+        int dyingSenders = 600;
+        Set<Integer> deadOwners = ConcurrentHashMap.newKeySet();
+        AtomicReference<Throwable> senderFailure = new AtomicReference<>();
+        List<Thread> senders = startLiveSenders(ring, liveSenders, perLiveSender, senderFailure);
+        int[] paddedDeaths = new int[DiesAfter.values().length];
+        senders.add(Thread.ofPlatform().daemon().start(() -> {
+            try {
+                java.util.Random random = new java.util.Random(7);
+                for (int d = 0; d < dyingSenders; d++) {
+                    int owner = 1000 + d;
+                    int length = 256 << random.nextInt(3);
+                    DiesAfter diesAfter = DiesAfter.values()[random.nextInt(DiesAfter.values().length)];
+                    long padding;
+                    while ((padding = claimAndDie(ring, owner, length, diesAfter)) < 0) Thread.onSpinWait();
+                    if (padding > 0) paddedDeaths[diesAfter.ordinal()]++;
+                    deadOwners.add(owner);
+                    Thread.sleep(0, random.nextInt(100_000));
+                }
+            } catch (RuntimeException | Error | InterruptedException e) {
+                senderFailure.compareAndSet(null, e);
+            }
+        }));
+        JudgingReceiver receiver = new JudgingReceiver(rx, deadOwners, liveSenders);
+        while (receiver.delivered < (long) liveSenders * perLiveSender || senders.getLast().isAlive() || rx.hasPending()) {
+            if (senderFailure.get() != null) throw new AssertionError("a sender failed", senderFailure.get());
+            receiver.receiveOnce();
+        }
+        for (Thread t : senders) t.join();
+        assertThat(senderFailure.get()).isNull();
+        assertThat(Arrays.copyOfRange(receiver.last, 1, receiver.last.length)).containsOnly(perLiveSender);
+        assertThat(receiver.deadDelivered).as("no dying sender committed").isZero();
+        assertThat(paddedDeaths).as("deaths at each point of a claim that padded").doesNotContain(0);
+        assertThat(rx.headerDamage(TOKEN)).isNull();
+    }
+
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    /** Where in {@link ReceiveQueue#claim} a sender stops for good: right after its CAS on the tail, its take, its padding, or its named-up-to. */
+    private enum DiesAfter { CAS, TAKE, PADDING, NAMING }
+
+    /**
+     * A sender of {@code owner} that claims {@code length} bytes as {@link ReceiveQueue#claim} does
+     * (once the last claim is named, with room, by CAS on the tail word, padding the ring's end when
+     * the record does not fit before it) and stops for good after {@code diesAfter}.
+     *
+     * @return the padding claimed before the record, or -1 when the last claim is unnamed or the
+     *     ring has no room, and nothing was claimed
+     */
+    private static long claimAndDie(MemorySegment ring, int owner, int length, DiesAfter diesAfter) {
         long capacity = ring.get(ValueLayout.JAVA_LONG, ReceiveQueue.CAPACITY_OFFSET);
         while (true) {
             long head = (long) LONG.getVolatile(ring, ReceiveQueue.HEAD_OFFSET);
             long word = (long) LONG.getVolatile(ring, ReceiveQueue.TAIL_OFFSET);
             long tail = ReceiveQueue.tailAbove(word, head);
-            if ((long) LONG.getAcquire(ring, ReceiveQueue.NAMED_OFFSET) != tail || tail + 64 - head > capacity) {
-                Thread.onSpinWait();
-                continue;
-            }
-            if (!LONG.compareAndSet(ring, ReceiveQueue.TAIL_OFFSET, word, ReceiveQueue.packTail(tail + 64, owner))) continue;
-            if (take) {
-                long offset = ReceiveQueue.HEADER_LENGTH + (tail & (capacity - 1));
-                ring.set(ValueLayout.JAVA_LONG, offset, ReceiveQueue.twoInts(-64, owner));
+            long toEnd = capacity - (tail & (capacity - 1));
+            long padding = length > toEnd ? toEnd : 0;
+            long end = tail + padding + length;
+            if ((long) LONG.getAcquire(ring, ReceiveQueue.NAMED_OFFSET) != tail || end - head > capacity) return -1;
+            if (!LONG.compareAndSet(ring, ReceiveQueue.TAIL_OFFSET, word, ReceiveQueue.packTail(end, owner))) continue;
+            if (diesAfter.compareTo(DiesAfter.TAKE) >= 0) {
+                long offset = ReceiveQueue.HEADER_LENGTH + ((tail + padding) & (capacity - 1));
+                ring.set(ValueLayout.JAVA_LONG, offset, ReceiveQueue.twoInts(-length, owner));
                 ring.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, (long) owner << 32 | 1);
             }
-            return;
+            if (diesAfter.compareTo(DiesAfter.PADDING) >= 0 && padding != 0) {
+                ring.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + (tail & (capacity - 1)), ReceiveQueue.twoInts((int) padding, ReceiveQueue.PAD));
+            }
+            if (diesAfter == DiesAfter.NAMING) LONG.setRelease(ring, ReceiveQueue.NAMED_OFFSET, end);
+            return padding;
         }
+    }
+
+    /**
+     * Senders {@code 1} to {@code count}, each sending {@code perSender} messages numbered from 1 in
+     * records of one, two and four lines (claims that pad the ring's end), and waiting for room;
+     * the first to fail leaves its exception in {@code failure}.
+     */
+    private static List<Thread> startLiveSenders(MemorySegment ring, int count, int perSender, AtomicReference<Throwable> failure) {
+        List<Thread> senders = new ArrayList<>();
+        for (int t = 0; t < count; t++) {
+            int owner = t + 1;
+            senders.add(Thread.ofPlatform().daemon().start(() -> {
+                try {
+                    ReceiveQueue tx = ReceiveQueue.attach(ring, TOKEN);
+                    for (int i = 1; i <= perSender; i++) {
+                        long connection = (long) owner << 32 | i;
+                        int length = 64 << i % 3;
+                        long offset;
+                        while ((offset = tx.claim(length, connection)) < 0) Thread.onSpinWait();
+                        tx.commit(offset, length, ReceiveQueue.MSG);
+                    }
+                } catch (RuntimeException | Error e) {
+                    failure.compareAndSet(null, e);
+                }
+            }));
+        }
+        return senders;
     }
 }
