@@ -55,7 +55,10 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 final class FdServer implements AutoCloseable {
 
     private static final int BACKLOG = 64;
-    /** How long the server pauses after a failed {@code accept} (out of descriptors), rather than spin on a connection it cannot take. */
+    /**
+     * How long the server pauses after a failed {@code accept} (out of descriptors), rather than spin on a connection it cannot
+     * take, or after any other failure of a turn of its loop.
+     */
     private static final int ACCEPT_RETRY_MILLIS = 100;
     /**
      * How often the server looks for its socket in the shared directory: a cleaner that removes a
@@ -92,6 +95,8 @@ final class FdServer implements AutoCloseable {
     private final RepeatedWarning acceptFailed;
     /** A reply that could not be sent for a cause on this side (ETOOMANYREFS): said again only after a minute. */
     private final RepeatedWarning serveFailed;
+    /** A turn of the serving loop that failed unexpectedly ({@link #sayAndPauseAfter}), retried until it works. */
+    private final RepeatedWarning loopFailed;
     private final FileDescriptor stop;
     private final int ownUid;
     /** Whether a client showing {@link #ownUid} is this provider's user: see {@link #ownUidProvesTheUser}. */
@@ -132,6 +137,7 @@ final class FdServer implements AutoCloseable {
         this.silentClient = new RepeatedWarning(logger, REPEATED_WARNING);
         this.acceptFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.serveFailed = new RepeatedWarning(logger, REPEATED_WARNING);
+        this.loopFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.thread = Thread.ofPlatform().daemon().name("conduit-memfd-server-" + lease.owner().substring(0, 8))
                 .unstarted(this::serveUntilStopped);
     }
@@ -395,22 +401,51 @@ final class FdServer implements AutoCloseable {
             MemorySegment request = arena.allocate(FdProtocol.REQUEST_LENGTH);
             long lastCheck = System.nanoTime();
             while (true) {
-                libc.poll(waitFor, events, revents, (int) (SOCKET_CHECK_NANOS / 1_000_000));
-                if (revents[1] != 0) {
-                    return;
-                }
-                if (revents[0] != 0) {
-                    acceptOne(request);
-                }
-                if (System.nanoTime() - lastCheck >= SOCKET_CHECK_NANOS) {
-                    lastCheck = System.nanoTime();
-                    bindAgainIfRemoved();
-                    waitFor[0] = listener;
+                try {
+                    waitFor[0] = listener; // replaced by a rebind, which a failure after it may have cut short
+                    libc.poll(waitFor, events, revents, (int) (SOCKET_CHECK_NANOS / 1_000_000));
+                    if (revents[1] != 0) {
+                        return;
+                    }
+                    if (revents[0] != 0) {
+                        acceptOne(request);
+                    }
+                    if (System.nanoTime() - lastCheck >= SOCKET_CHECK_NANOS) {
+                        lastCheck = System.nanoTime();
+                        bindAgainIfRemoved();
+                    }
+                } catch (RuntimeException | Error e) {
+                    sayAndPauseAfter(e);
                 }
             }
         } catch (RuntimeException | Error e) {
             logger.log(ERROR, "the memfd fd server on " + socketPath + " stopped; imports of this provider's chunks will "
                     + "time out until it is reopened", e);
+        }
+    }
+
+    /**
+     * A failure of one turn of the serving loop, which does not end it: out of descriptors, more
+     * than accept fails (a class first loaded or initialized then, the logger's own formatting),
+     * and the server must serve again once descriptors are back, not leave every later import of
+     * this provider's chunks to time out. Said at most once a minute with its stack trace, and
+     * paused for, so that a failure that repeats forever neither spins nor floods the log.
+     */
+    private void sayAndPauseAfter(Throwable failure) {
+        try {
+            loopFailed.log(() -> "memfd fd server on " + socketPath + " failed: " + failure + "; it serves on, pausing "
+                    + ACCEPT_RETRY_MILLIS + " ms after each failure; imports of this provider's chunks wait meanwhile and fail "
+                    + "after " + MemfdConfig.CONNECT_TIMEOUT.name() + ". If descriptors ran out (" + Errno.shortageRemedy(Errno.EMFILE)
+                    + "), a class that failed to initialize then (NoClassDefFoundError: Could not initialize class) fails so "
+                    + "until this process restarts", failure);
+        } catch (RuntimeException | Error unsaid) {
+            // The logger failed too (java.util.logging's formatter needs a JDK class that may have failed to initialize
+            // out of descriptors, for good): serving on unheard beats ending the thread, which said nothing either.
+        }
+        try {
+            libc.poll(stop, POLLIN, ACCEPT_RETRY_MILLIS);
+        } catch (RuntimeException | Error pollFailed) {
+            java.util.concurrent.locks.LockSupport.parkNanos(ACCEPT_RETRY_MILLIS * 1_000_000L); // still a pause, not a spin
         }
     }
 
@@ -447,7 +482,7 @@ final class FdServer implements AutoCloseable {
             restrictSocket(libc, directory, temporary, lease.fileOwner(libc), procSelfFd, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
             libc.listen(fresh, BACKLOG);
             libc.renameat(directory.fd(), temporary, socketName);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             if (bound) {
                 try {
                     directory.unlink(temporary); // the rename failed: the temporary name is left to remove

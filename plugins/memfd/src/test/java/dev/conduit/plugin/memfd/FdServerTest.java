@@ -278,6 +278,102 @@ class FdServerTest {
     }
 
     /**
+     * Out of descriptors, more than accept fails: a class the JVM first loads or initializes then
+     * fails too, and a JDK class that failed to initialize stays broken (in a child JVM out of
+     * descriptors, java.util.logging's formatter failed to read tzdb.dat, and every later log call
+     * threw {@code NoClassDefFoundError}). Here accept fails with EMFILE twice and with such an
+     * Error once, and the server's first two log calls throw it: the server pauses after each failure and
+     * serves the import behind them. The WARNING of accept's EMFILE threw, the ERROR that said the
+     * server stopped threw too, and the thread ended for good: every later import timed out
+     * (until 2026-12-06).
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void theServerServesAnImportAfterABurstOfFailedAcceptsAndLogCallsOutOfDescriptors() {
+        java.util.concurrent.atomic.AtomicInteger accepts = new java.util.concurrent.atomic.AtomicInteger();
+        Libc outOfDescriptors = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("accept")) {
+                        switch (accepts.incrementAndGet()) {
+                            case 1, 2 -> throw new dev.conduit.linux.ErrnoException("accept4", dev.conduit.linux.Errno.EMFILE, "socket",
+                                    "injected by the test");
+                            case 3 -> throw new NoClassDefFoundError("a class first loaded while no descriptor was free (injected)");
+                            default -> { }
+                        }
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        java.util.concurrent.atomic.AtomicInteger logCalls = new java.util.concurrent.atomic.AtomicInteger();
+        System.Logger failingFirst = (System.Logger) java.lang.reflect.Proxy.newProxyInstance(System.Logger.class.getClassLoader(),
+                new Class<?>[] {System.Logger.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("log") && Thread.currentThread().getName().startsWith("conduit-memfd-server")
+                            && logCalls.incrementAndGet() <= 2) {
+                        throw new NoClassDefFoundError("Could not initialize class sun.util.calendar.ZoneInfoFile (injected)");
+                    }
+                    try {
+                        return method.invoke(recording, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        Map<String, String> config = Map.of("memfd.connect.timeout", "10s");
+        try (MemfdProvider provider = MemfdProvider.open(outOfDescriptors, new TestContext(config, shared, failingFirst))) {
+            Chunk chunk = provider.allocate(SIZE);
+            byte[] payload = provider.export(chunk);
+            chunk.segment().set(JAVA_LONG, 0, 123);
+
+            try (ChunkMapping mapping = new MemfdPlugin().ipcImporter(TestContext.of(shared, config)).map(new PayloadReader(payload), SIZE)) {
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(123);
+            }
+            assertThat(accepts.get()).as("accepts tried").isGreaterThanOrEqualTo(4);
+            assertThat(provider.server().thread().isAlive()).isTrue();
+        }
+        assertThat(recording.at(System.Logger.Level.ERROR)).as("nothing ended the server").isEmpty();
+    }
+
+    /**
+     * A rebind of a removed socket cut short by an Error (a class that fails to load out of
+     * descriptors) closes its new socket and removes its temporary name, as for an exception, and
+     * the next check binds the name. The temporary name was left bound, and its socket open, until
+     * the process ended.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void aRebindCutShortByAnErrorLeavesNoTemporaryNameAndIsTriedAgain() throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+        Libc failingOnce = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("listen") && Thread.currentThread().getName().startsWith("conduit-memfd-server")
+                            && once.compareAndSet(false, true)) {
+                        throw new NoClassDefFoundError("a class first loaded while no descriptor was free (injected)");
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        try (MemfdProvider provider = MemfdProvider.open(failingOnce, new TestContext(Map.of(), shared, recording))) {
+            provider.export(provider.allocate(SIZE));
+            Path socket = shared.resolve(provider.server().socketName());
+            Files.delete(socket);
+
+            while (!Files.exists(socket, LinkOption.NOFOLLOW_LINKS)) {
+                Thread.sleep(50); // bounded by the timeout; not a measurement
+            }
+            assertThat(once).as("the rebind failed once").isTrue();
+            assertThat(Leaks.files(shared)).as("no temporary name left").noneMatch(name -> name.endsWith(FdProtocol.BIND_SUFFIX));
+            assertThat(recording.warnings().getFirst()).contains("binding it again failed (a class first loaded");
+        }
+    }
+
+    /**
      * A reply the server cannot send for a cause of its own side (here ETOOMANYREFS, which the
      * kernel answers when the producer's user has more descriptors in flight, passed and not yet
      * received, than its open-file limit: an admitted importer that asks for chunks and never reads
