@@ -1,6 +1,7 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.shm.DirectoryIdentity;
+import dev.conduit.shm.OwnerLease;
 import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadReader;
@@ -17,11 +18,11 @@ import dev.conduit.spi.PayloadWriter;
  * <tr><td>0</td><td>1</td><td>{@code payload.version}</td><td>{@value #VERSION}, or 1 (below)</td></tr>
  * <tr><td>1</td><td>2</td><td>{@code payload.path.length}</td><td>u16, 1 to
  *     {@value PayloadReader#MAX_PATH_LENGTH}</td></tr>
- * <tr><td>3</td><td>n</td><td>{@code payload.path}</td><td>UTF-8; a path relative to the
- *     consumer's chunk directory ({@code posix.dir}, else {@code shared.dir}): segments of
- *     {@code [A-Za-z0-9._-]}, none {@code .} or {@code ..}, no leading {@code /}
- *     ({@link PayloadReader#relativePath(String)}). The producer writes one file name,
- *     {@code conduit-posix-<owner>-<random>.chunk}</td></tr>
+ * <tr><td>3</td><td>n</td><td>{@code payload.path}</td><td>UTF-8; the name of a chunk file
+ *     directly in the consumer's chunk directory ({@code posix.dir}, else {@code shared.dir}), of
+ *     the form the producer creates, {@code conduit-posix-<owner>-<random>.chunk}: one segment of
+ *     {@code [A-Za-z0-9._-]} ({@link PayloadReader#relativePath(String)}) carrying an owner id
+ *     ({@link OwnerLease#ownerOfFile}); anything else is refused (2026-12-06)</td></tr>
  * <tr><td>3+n</td><td>8</td><td>{@code payload.directory.device}</td><td>u64, any: the
  *     producer's chunk directory's {@code st_dev}</td></tr>
  * <tr><td>11+n</td><td>8</td><td>{@code payload.directory.inode}</td><td>u64, any: its
@@ -33,13 +34,18 @@ import dev.conduit.spi.PayloadWriter;
  * Version 2 added the three {@code directory} fields (2026-12-06); a payload of version 1, which
  * ends at the path, is still taken, its directory unknown.
  *
+ * <p>Until 2026-12-06 the path could name any file beneath the directory
+ * ({@code PosixImporterTest#refusesAFileOfThisUserThatNoProviderExports}): a peer that can only
+ * send handle bytes (another uid, a container) had this process map any file of its user there
+ * read-write, another application's segment in {@code /dev/shm} among them.
+ *
  * <p>The path is only a name, never an authority: the importer still opens it beneath its own
  * directory without following symlinks, and checks what it opened (type, owner, size). The
  * directory never decides anything either: it words the failure of an import that finds no file
  * ({@code ENOENT}), a chunk freed in the very directory the handle names, or a consumer that looks
  * in another one.
  *
- * @param path      the chunk file's path relative to the consumer's chunk directory
+ * @param path      the chunk file's name in the consumer's chunk directory
  * @param directory the producer's chunk directory, or {@code null} for a payload of version 1
  */
 record ExportPayload(String path, DirectoryIdentity directory) {
@@ -64,6 +70,12 @@ record ExportPayload(String path, DirectoryIdentity directory) {
             throw payload.invalid("version", FormatVersions.refusal("posix export payload", version, VERSION, "the producer"));
         }
         String path = payload.relativePath("path");
+        if (path.indexOf('/') >= 0 || OwnerLease.ownerOfFile(PosixMemoryProvider.FILE_PREFIX, path) == null
+                || !path.endsWith(PosixMemoryProvider.CHUNK_SUFFIX)) {
+            throw payload.invalid("path", "'" + path + "' is not the name of a posix chunk file (expected "
+                    + PosixMemoryProvider.FILE_PREFIX + "-<owner>-<random>" + PosixMemoryProvider.CHUNK_SUFFIX
+                    + ", directly in the chunk directory); refused: a handle names only a file a posix provider exports");
+        }
         if (version == VERSION_WITHOUT_DIRECTORY) {
             payload.end("end");
             return new ExportPayload(path, null);

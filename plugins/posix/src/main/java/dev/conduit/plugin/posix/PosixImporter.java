@@ -26,8 +26,8 @@ import java.util.function.Supplier;
  *
  * <p>For each handle (the runtime's IPC cache calls this only on a miss) it:
  * <ol>
- *   <li>decodes the payload ({@link ExportPayload}): a path relative to this process's chunk
- *       directory, refusing {@code ..}, absolute paths and odd characters;</li>
+ *   <li>decodes the payload ({@link ExportPayload}): the name of a chunk file directly in this
+ *       process's chunk directory, of the form a posix provider creates, refusing any other;</li>
  *   <li>opens it with {@link SharedDirectory#openRegularFile} ({@code openat2} with
  *       {@code RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS}, {@code O_NOFOLLOW}), which looks at it first
  *       without opening it ({@code O_PATH}) and refuses anything but a regular file, so that a
@@ -139,12 +139,9 @@ final class PosixImporter implements IpcImporter {
         String name = export.path();
         return switch (e.errnoName()) {
             case "ENOENT" -> notFound(e, directory, export, path);
-            case "ELOOP" -> payload.invalid("path", "'" + name + "' is or passes through a symbolic link in " + config.directory()
+            case "ELOOP" -> payload.invalid("path", "'" + name + "' is a symbolic link in " + config.directory()
                     + "; refused: handles name chunk files, and a link could point anywhere");
-            case "EXDEV" -> payload.invalid("path", "'" + name + "' leads outside " + config.directory() + "; refused");
             case "EISDIR" -> payload.invalid("path", path + " is a directory; refused: chunk files are regular files");
-            case "ENOTDIR" -> payload.invalid("path", "'" + name + "' passes through something that is not a directory in "
-                    + config.directory());
             case "EACCES", "EPERM" -> new ConduitException("cannot open " + path + ": " + e.getMessage() + ". "
                     + permissionRemedy(directory, name), e);
             // Refused before it was opened (SharedDirectory.openRegularFile), or it did not open at all: tell what it is.

@@ -101,15 +101,48 @@ class PosixImporterTest {
 
     @Test
     void needsNoProviderOnlyAFileOfTheRightSize() throws IOException {
-        Path file = shared.resolve("made-by-hand.chunk");
+        String name = chunkName("made-by-hand");
+        Path file = shared.resolve(name);
         Files.write(file, new byte[(int) page]);
         Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
 
         IpcImporter fresh = new PosixPlugin().ipcImporter(TestContext.of(shared));
-        try (ChunkMapping mapping = fresh.map(reader(payloadNaming("made-by-hand.chunk")), page)) {
+        try (ChunkMapping mapping = fresh.map(reader(payloadNaming(name)), page)) {
             mapping.segment().set(JAVA_LONG, 0, 5L);
         }
         assertThat(Files.readAllBytes(file)[0]).isEqualTo((byte) 5);
+    }
+
+    /**
+     * A handle is bytes any peer can send; the file it names should be a chunk a posix provider
+     * exports, {@code conduit-posix-<owner>-<random>.chunk} directly in the directory, as the memfd
+     * payload's socket name must be its fd server's. Any other file of this user beneath the
+     * directory (another application's segment in /dev/shm, whose size ls -l shows to everyone;
+     * a file in a subdirectory) is no export, and mapping it read-write hands its contents to the
+     * consumer and its writes to the file.
+     */
+    @Test
+    void refusesAFileOfThisUserThatNoProviderExports() throws IOException {
+        byte[] secret = new byte[(int) page];
+        secret[0] = 42;
+        Path segment = Files.write(shared.resolve("another-apps-segment"), secret);
+        Files.setPosixFilePermissions(segment, PosixFilePermissions.fromString("rw-------"));
+        Path nested = Files.write(Files.createDirectory(shared.resolve("sub")).resolve("nested"), secret);
+        Files.setPosixFilePermissions(nested, PosixFilePermissions.fromString("rw-------"));
+
+        for (String name : List.of("another-apps-segment", "sub/nested")) {
+            assertThatThrownBy(() -> {
+                try (ChunkMapping mapping = importer.map(reader(payloadNaming(name)), page)) {
+                    mapping.segment().set(JAVA_LONG, 8, -1L); // what a consumer writes lands in the file
+                    throw new AssertionError(name + " was mapped: its first byte reads " + mapping.segment().get(
+                            java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
+                }
+            }).as(name)
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
+                    .hasMessageContaining("'" + name + "' is not the name of a posix chunk file (expected "
+                            + "conduit-posix-<owner>-<random>.chunk, directly in the chunk directory)");
+        }
+        assertThat(Files.readAllBytes(segment)).as("the segment, unchanged").isEqualTo(secret);
     }
 
     @Test
@@ -140,13 +173,13 @@ class PosixImporterTest {
                 Arguments.of("absolute path", payloadNaming("/etc/passwd"), "payload.path", "absolute path"),
                 Arguments.of("odd character", payloadNaming("a b.chunk"), "payload.path", "outside [A-Za-z0-9._-]"),
                 Arguments.of("too long", payloadNaming("a".repeat(300)), "payload.path", "exceeds the maximum 255"),
-                Arguments.of("trailing bytes", new PayloadWriter().u8(1).string("a.chunk").u8(0).toByteArray(), "payload.end",
+                Arguments.of("trailing bytes", new PayloadWriter().u8(1).string(chunkName("a")).u8(0).toByteArray(), "payload.end",
                         "1 unexpected trailing bytes"),
-                Arguments.of("no directory", new PayloadWriter().u8(2).string("a.chunk").toByteArray(), "payload.directory.device",
+                Arguments.of("no directory", new PayloadWriter().u8(2).string(chunkName("a")).toByteArray(), "payload.directory.device",
                         "truncated"),
-                Arguments.of("directory cut short", new PayloadWriter().u8(2).string("a.chunk").u64(1).u64(2).u32(3).toByteArray(),
+                Arguments.of("directory cut short", new PayloadWriter().u8(2).string(chunkName("a")).u64(1).u64(2).u32(3).toByteArray(),
                         "payload.directory.birth", "truncated"),
-                Arguments.of("trailing bytes after the directory", new PayloadWriter().u8(2).string("a.chunk").u64(1).u64(2).u64(3).u8(0)
+                Arguments.of("trailing bytes after the directory", new PayloadWriter().u8(2).string(chunkName("a")).u64(1).u64(2).u64(3).u8(0)
                         .toByteArray(), "payload.end", "1 unexpected trailing bytes"));
     }
 
@@ -164,11 +197,10 @@ class PosixImporterTest {
     void refusesASymlinkPlantedInTheDirectory() throws IOException {
         Chunk chunk = provider.allocate(page);
         Path target = shared.resolve(fileName(provider.export(chunk)));
-        Files.createSymbolicLink(shared.resolve("conduit-posix-planted.chunk"), target);
-        Files.createSymbolicLink(shared.resolve("conduit-posix-passwd.chunk"), Path.of("/etc/passwd"));
-        Files.createSymbolicLink(shared.resolve("linked-dir"), shared);
+        Files.createSymbolicLink(shared.resolve(chunkName("planted")), target);
+        Files.createSymbolicLink(shared.resolve(chunkName("passwd")), Path.of("/etc/passwd"));
 
-        for (String name : List.of("conduit-posix-planted.chunk", "conduit-posix-passwd.chunk", "linked-dir/" + target.getFileName())) {
+        for (String name : List.of(chunkName("planted"), chunkName("passwd"))) {
             assertThatThrownBy(() -> importer.map(reader(payloadNaming(name)), page))
                     .as(name)
                     .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
@@ -178,16 +210,16 @@ class PosixImporterTest {
 
     @Test
     void refusesWhatIsNotARegularFile() throws Exception {
-        Files.createDirectory(shared.resolve("conduit-posix-dir.chunk"));
-        assertThatThrownBy(() -> importer.map(reader(payloadNaming("conduit-posix-dir.chunk")), page))
+        Files.createDirectory(shared.resolve(chunkName("dir")));
+        assertThatThrownBy(() -> importer.map(reader(payloadNaming(chunkName("dir"))), page))
                 .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
                 .hasMessageContaining("is not a regular file (a directory)");
 
-        Path fifo = shared.resolve("conduit-posix-fifo.chunk");
+        Path fifo = shared.resolve(chunkName("fifo"));
         assumeThat(new ProcessBuilder("mkfifo", fifo.toString()).inheritIO().start().waitFor()).as("mkfifo available").isZero();
         long descriptors = ProcessResources.openDescriptors();
         for (int i = 0; i < 3; i++) {
-            assertThatThrownBy(() -> importer.map(reader(payloadNaming("conduit-posix-fifo.chunk")), page))
+            assertThatThrownBy(() -> importer.map(reader(payloadNaming(chunkName("fifo"))), page))
                     .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
                     .hasMessageContaining("not a regular file (a FIFO)");
         }
@@ -202,12 +234,12 @@ class PosixImporterTest {
      */
     @Test
     void refusesADeviceNodeUnderAChunksNameWithoutOpeningIt() throws Exception {
-        Path device = shared.resolve("conduit-posix-device.chunk");
+        Path device = shared.resolve(chunkName("device"));
         assumeThat(new ProcessBuilder("mknod", device.toString(), "c", "1", "3").inheritIO().start().waitFor()).as("mknod (CAP_MKNOD)")
                 .isZero();
         List<String> opens = java.util.Collections.synchronizedList(new ArrayList<>());
         IpcImporter recorded = new PosixImporter(FailingLibc.recordingOpens(opens), PosixConfig.of(TestContext.of(shared)), true);
-        assertThatThrownBy(() -> recorded.map(reader(payloadNaming("conduit-posix-device.chunk")), page))
+        assertThatThrownBy(() -> recorded.map(reader(payloadNaming(chunkName("device"))), page))
                 .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
                 .hasMessageContaining("not a regular file (a character device)");
         assertThat(opens).as("opens of more than a look (the shared directory's own aside)")
@@ -224,8 +256,8 @@ class PosixImporterTest {
     void refusesASocketUnderAChunksName() {
         Libc libc = Linux.libc();
         try (dev.conduit.linux.FileDescriptor socket = libc.socket(dev.conduit.linux.SocketFlags.SOCK_STREAM)) {
-            libc.bind(socket, shared.resolve("conduit-posix-socket.chunk").toString());
-            assertThatThrownBy(() -> importer.map(reader(payloadNaming("conduit-posix-socket.chunk")), page))
+            libc.bind(socket, shared.resolve(chunkName("s")).toString()); // a short name: sun_path holds 107 bytes
+            assertThatThrownBy(() -> importer.map(reader(payloadNaming(chunkName("s"))), page))
                     .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
                     .hasMessageContaining("not a regular file (a socket)");
         }
@@ -254,9 +286,9 @@ class PosixImporterTest {
     /** A payload of version 1 (before payloads named their directory) is taken; where its file is not found, both causes are said. */
     @Test
     void aNameThatWasNeverExportedIsGoneToo() {
-        assertThatThrownBy(() -> importer.map(reader(payloadNaming("conduit-posix-0-0.chunk")), page))
+        assertThatThrownBy(() -> importer.map(reader(payloadNaming(chunkName("never-exported"))), page))
                 .isExactlyInstanceOf(ConduitException.class)
-                .hasMessageStartingWith("export gone: " + shared.resolve("conduit-posix-0-0.chunk") + " does not exist. ")
+                .hasMessageStartingWith("export gone: " + shared.resolve(chunkName("never-exported")) + " does not exist. ")
                 .hasMessageContaining("If the producer is alive, check that shared.dir (CONDUIT_SHARED_DIR) or posix.dir "
                         + "(CONDUIT_POSIX_DIR) shows this process the same directory as the producer's");
     }
@@ -296,20 +328,6 @@ class PosixImporterTest {
         }
         assertThat(ProcessResources.openDescriptors()).isEqualTo(descriptors);
         assertThat(ProcessResources.mappingsOf(shared)).as("the producer's own").isEqualTo(1);
-    }
-
-    /**
-     * A path that goes on past a chunk file, as though the file were a directory, is the handle's
-     * fault, refused as its payload.path naming the path and the directory, not a failure of this
-     * process's directory.
-     */
-    @Test
-    void refusesAPathThroughSomethingThatIsNotADirectory() {
-        String chunkFile = fileName(provider.export(provider.allocate(page)));
-        String through = chunkFile + "/x.chunk";
-        assertThatThrownBy(() -> importer.map(reader(payloadNaming(through)), page))
-                .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.path"))
-                .hasMessageContaining("'" + through + "' passes through something that is not a directory in " + shared);
     }
 
     @Test
@@ -485,7 +503,7 @@ class PosixImporterTest {
     void aMissingDirectoryNamesPathErrnoAndKey() {
         Path missing = shared.resolve("not-mounted");
         IpcImporter lost = plugin.ipcImporter(TestContext.of(shared, "posix.dir", missing.toString()));
-        assertThatThrownBy(() -> lost.map(reader(payloadNaming("x.chunk")), page))
+        assertThatThrownBy(() -> lost.map(reader(payloadNaming(chunkName("x"))), page))
                 .isInstanceOf(ConduitException.class)
                 .hasMessageContaining(missing.toString())
                 .hasMessageContaining("ENOENT")
@@ -527,6 +545,11 @@ class PosixImporterTest {
 
     static byte[] payloadNaming(String path) {
         return new PayloadWriter().u8(1).string(path).toByteArray();
+    }
+
+    /** A name of the form a provider gives its chunks ({@code conduit-posix-<owner>-<random>.chunk}), {@code random} being {@code label}. */
+    static String chunkName(String label) {
+        return PosixMemoryProvider.FILE_PREFIX + "-" + "0".repeat(32) + "-" + label + PosixMemoryProvider.CHUNK_SUFFIX;
     }
 
     static String fileName(byte[] payload) {
