@@ -3,16 +3,15 @@ package dev.conduit.plugin.posix;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.PayloadReader;
-import dev.conduit.spi.PayloadWriter;
 
 import java.nio.file.Path;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The posix payload of a handle names the chunk file to open (and, from version 2, the producer's
- * directory, which decides nothing). For any bytes the decoder returns the name of a chunk file
- * directly in the shared directory, of the form a provider creates
+ * The posix payload of a handle names the chunk file to open, the file it must be (device and
+ * inode) and the producer's directory, which decides nothing. For any bytes the decoder returns
+ * the name of a chunk file directly in the shared directory, of the form a provider creates
  * ({@code conduit-posix-<owner>-<random>.chunk}: no {@code /}, no NUL), or throws
  * {@link InvalidHandleException}.
  */
@@ -32,9 +31,6 @@ class PosixPayloadFuzzTest {
                 .doesNotContain("/").doesNotContain("\0");
         Path base = Path.of("/shared");
         assertThat(base.resolve(path).normalize().getParent()).isEqualTo(base);
-        // Version 1 ends at the path; version 2, which this process writes, names the directory after it.
-        byte[] encoded = payload.directory() == null ? new PayloadWriter().u8(1).string(path).toByteArray()
-                : ExportPayload.encode(path, payload.directory());
-        assertThat(encoded).isEqualTo(bytes);
+        assertThat(ExportPayload.encode(path, payload.directory(), payload.device(), payload.inode())).isEqualTo(bytes);
     }
 }

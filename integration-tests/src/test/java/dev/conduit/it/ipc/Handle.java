@@ -66,19 +66,25 @@ record Handle(String plugin, byte[] origin, long exportId, long chunkLength, lon
     /** The producer's directory, as posix and memfd payloads of version 2 end with it: {@code device u64 | inode u64 | birth u64}. */
     private static final int DIRECTORY_LENGTH = 24;
 
-    /** posix payload, version 2: {@code version u8 | path u16+n | directory 24}, the directory that of {@code real}, a real payload. */
+    /** What a posix payload of version 3 has after its path: the directory, then the chunk file's {@code device u64 | inode u64}. */
+    private static final int AFTER_POSIX_PATH = DIRECTORY_LENGTH + 16;
+
+    /**
+     * posix payload, version 3: {@code version u8 | path u16+n | directory 24 | chunk 16}, the directory and chunk those of
+     * {@code real}, a real payload.
+     */
     static byte[] posixPayload(String path, byte[] real) {
         byte[] p = path.getBytes(StandardCharsets.UTF_8);
-        return ByteBuffer.allocate(3 + p.length + DIRECTORY_LENGTH).order(ByteOrder.LITTLE_ENDIAN).put((byte) 2).putShort((short) p.length)
-                .put(p).put(real, real.length - DIRECTORY_LENGTH, DIRECTORY_LENGTH).array();
+        return ByteBuffer.allocate(3 + p.length + AFTER_POSIX_PATH).order(ByteOrder.LITTLE_ENDIAN).put((byte) 3).putShort((short) p.length)
+                .put(p).put(real, real.length - AFTER_POSIX_PATH, AFTER_POSIX_PATH).array();
     }
 
     /** The path a posix payload names. */
     static String posixPath(byte[] payload) {
         ByteBuffer b = ByteBuffer.wrap(payload).order(ByteOrder.LITTLE_ENDIAN);
-        assertThat(b.get()).as("payload.version").isEqualTo((byte) 2);
+        assertThat(b.get()).as("payload.version").isEqualTo((byte) 3);
         String path = new String(bytes(b, Short.toUnsignedInt(b.getShort())), StandardCharsets.UTF_8);
-        assertThat(b.remaining()).as("bytes after payload.path: the directory").isEqualTo(DIRECTORY_LENGTH);
+        assertThat(b.remaining()).as("bytes after payload.path: the directory and the chunk file").isEqualTo(AFTER_POSIX_PATH);
         return path;
     }
 

@@ -32,10 +32,11 @@ import java.util.function.Supplier;
  *       {@code RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS}, {@code O_NOFOLLOW}), which looks at it first
  *       without opening it ({@code O_PATH}) and refuses anything but a regular file, so that a
  *       planted FIFO, terminal or device node is never opened (a device's driver acts on an open);</li>
- *   <li>checks with {@code fstat} that it is a regular file, owned by this process's user or one
- *       listed in {@code posix.trusted.uids} (where this process runs as the overflow uid of its
- *       user namespace, which every user the namespace does not map shows as too, its own only
- *       once setting {@code O_NOATIME}, which only the owner may, proves it), and exactly as
+ *   <li>checks with {@code fstat} that it is a regular file, the very file the producer exported
+ *       (the payload's device and inode: another renamed over the name is refused), owned by this
+ *       process's user or one listed in {@code posix.trusted.uids} (where this process runs as the
+ *       overflow uid of its user namespace, which every user the namespace does not map shows as
+ *       too, its own only once setting {@code O_NOATIME}, which only the owner may, proves it), and exactly as
  *       long as the handle's chunk length (mapping beyond the end of a shorter file would crash
  *       the consumer with {@code SIGBUS} on access);</li>
  *   <li>maps it {@code MAP_SHARED} into a shared arena of its own and closes the descriptor.</li>
@@ -120,7 +121,7 @@ final class PosixImporter implements IpcImporter {
             try {
                 try (FileDescriptor fd = opened) {
                     FileStatus status = libc.fstat(fd);
-                    check(fd, status, path, chunkLength, payload);
+                    check(fd, status, export, path, chunkLength, payload);
                     // The chunk's own user: a lease of another one, planted under the name, is none.
                     ExporterLease exporter = ExporterLease.of(libc, config.directory(), config.directoryKeys(),
                             PosixMemoryProvider.FILE_PREFIX, name, status.uid());
@@ -160,7 +161,7 @@ final class PosixImporter implements IpcImporter {
      */
     private ConduitException notFound(ErrnoException e, SharedDirectory directory, ExportPayload export, Path path) {
         DirectoryIdentity here = DirectoryIdentity.of(libc, directory.fd());
-        DirectoryIdentity.Match where = export.directory() == null ? DirectoryIdentity.Match.UNKNOWN : here.compare(export.directory());
+        DirectoryIdentity.Match where = here.compare(export.directory());
         String freed = "Its producer freed the chunk or died (a dead producer's files are removed by the next posix provider that opens "
                 + "on the directory)";
         return switch (where) {
@@ -191,9 +192,17 @@ final class PosixImporter implements IpcImporter {
         return payload.invalid("path", path + " is not a regular file (" + status.typeName() + "); refused: " + CHUNKS_ARE_REGULAR_FILES);
     }
 
-    private void check(FileDescriptor fd, FileStatus status, Path path, long chunkLength, PayloadReader payload) {
+    private void check(FileDescriptor fd, FileStatus status, ExportPayload export, Path path, long chunkLength, PayloadReader payload) {
         if (!status.isRegularFile()) {
             throw notRegularFile(status, path, payload);
+        }
+        if (!export.isOf(status)) {
+            // Type, owner and size would all pass for another chunk of this user renamed over the name.
+            throw new ConduitException("refusing to map " + path + ": the file there is not the one the handle's producer exported "
+                    + "(it is " + identity(status.dev(), status.inode()) + "; the export's is " + identity(export.device(), export.inode())
+                    + "): it was replaced since, by a user who may write " + config.directory() + " (where a directory is not sticky, "
+                    + "any user who may write it may rename a file over another's name). Keep " + config.directory() + " writable by "
+                    + "this user alone, or make it sticky (chmod +t, as /dev/shm is)");
         }
         int self = libc.geteuid();
         UserNamespace here = namespace.get();
@@ -225,6 +234,10 @@ final class PosixImporter implements IpcImporter {
                     + "chunk.length is " + chunkLength + ", and " + consequence + ". The producer truncated or replaced the file, "
                     + "or the handle was altered");
         }
+    }
+
+    private static String identity(long device, long inode) {
+        return "device " + FileStatus.major(device) + ":" + FileStatus.minor(device) + ", inode " + Long.toUnsignedString(inode);
     }
 
     /**

@@ -4,6 +4,7 @@ import dev.conduit.spi.Cleanup;
 import dev.conduit.linux.PageSize;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.CgroupMemory;
@@ -38,7 +39,8 @@ import static java.lang.System.Logger.Level.WARNING;
  * with {@code O_EXCL|O_NOFOLLOW} (a planted file or link is refused, never reused), sized with
  * {@code ftruncate} (so it reads as zeros and takes memory only as pages are touched), mapped
  * {@code MAP_SHARED} into a shared arena of its own, and its descriptor closed at once. Its export
- * is just the name ({@link ExportPayload}). {@link #free(Chunk)} unlinks the file and unmaps it:
+ * is the name, and the file's device and inode, which an importer finds under the name or refuses
+ * what it finds ({@link ExportPayload}). {@link #free(Chunk)} unlinks the file and unmaps it:
  * a later import of its export fails with "export gone", while mappings that peers already hold
  * stay valid until they unmap.
  *
@@ -237,8 +239,10 @@ final class PosixMemoryProvider implements MemoryProvider {
             Path path = directory.path().resolve(name);
             FileDescriptor fd = create(name, path);
             FileMapping mapping = null;
+            FileStatus status;
             try {
                 try (fd) {
+                    status = libc.fstat(fd);
                     size(fd, size, path);
                     mapping = FileMapping.map(libc, fd, size, true, path, directoryKeys, null);
                 }
@@ -247,7 +251,7 @@ final class PosixMemoryProvider implements MemoryProvider {
                 Cleanup.run(e, () -> directory.unlink(name));
                 throw e;
             }
-            PosixChunk chunk = new PosixChunk(name, mapping);
+            PosixChunk chunk = new PosixChunk(name, status.dev(), status.inode(), mapping);
             synchronized (lock) {
                 live.add(chunk);
             }
@@ -328,7 +332,7 @@ final class PosixMemoryProvider implements MemoryProvider {
                 throw new IllegalStateException(posix + " was freed; it cannot be exported");
             }
         }
-        return ExportPayload.encode(posix.fileName(), directoryIdentity);
+        return ExportPayload.encode(posix.fileName(), directoryIdentity, posix.device(), posix.inode());
     }
 
     /**

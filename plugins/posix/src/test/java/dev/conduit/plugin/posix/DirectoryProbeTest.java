@@ -31,7 +31,7 @@ class DirectoryProbeTest {
                 .containsKeys("arch", "kernel")
                 .containsEntry("directory", shared.toString())
                 .containsEntry("directory set by", "shared.dir")
-                .containsEntry("formats", "receive queue layout 8, transport address 2, handle payload 2")
+                .containsEntry("formats", "receive queue layout 8, transport address 2, handle payload 3")
                 .containsEntry("page size", Long.toString(PageSize.get()))
                 .containsEntry("live owners", "0")
                 .containsEntry("dead owners", "0")

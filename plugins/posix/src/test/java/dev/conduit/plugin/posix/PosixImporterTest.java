@@ -4,6 +4,7 @@ import dev.conduit.linux.Errno;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.OpenFlags;
+import dev.conduit.shm.DirectoryIdentity;
 import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
@@ -107,7 +108,9 @@ class PosixImporterTest {
         Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
 
         IpcImporter fresh = new PosixPlugin().ipcImporter(TestContext.of(shared));
-        try (ChunkMapping mapping = fresh.map(reader(payloadNaming(name)), page)) {
+        byte[] payload = ExportPayload.encode(name, NO_DIRECTORY, (long) Files.getAttribute(file, "unix:dev"),
+                (long) Files.getAttribute(file, "unix:ino"));
+        try (ChunkMapping mapping = fresh.map(reader(payload), page)) {
             mapping.segment().set(JAVA_LONG, 0, 5L);
         }
         assertThat(Files.readAllBytes(file)[0]).isEqualTo((byte) 5);
@@ -145,6 +148,40 @@ class PosixImporterTest {
         assertThat(Files.readAllBytes(segment)).as("the segment, unchanged").isEqualTo(secret);
     }
 
+    /**
+     * A directory shared with a container's other user is writable by both; without the sticky bit
+     * (chmod +t, as /dev/shm has), that user may rename this user's files in it though it owns none.
+     * Renaming one chunk over the name of another of the same length makes the handle of the second
+     * map the first: what its consumer reads and writes is another export's. The handle names the
+     * file by name alone, and the file's checks (type, owner, length) all pass.
+     */
+    @Test
+    void aChunkThatAnotherUserRenamedOverTheExportedOneIsRefused() throws Exception {
+        assumeThat(Linux.libc().geteuid()).as("runs the renaming user through setpriv").isZero();
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx"));
+        Chunk exported = provider.allocate(page);
+        Chunk another = provider.allocate(page);
+        byte[] payload = provider.export(exported);
+        String anotherName = fileName(provider.export(another));
+        another.segment().set(JAVA_LONG, 0, 0x5EC2E7L);
+
+        Process mv = new ProcessBuilder("setpriv", "--reuid=4321", "--regid=4321", "--clear-groups", "--",
+                "mv", shared.resolve(anotherName).toString(), shared.resolve(fileName(payload)).toString())
+                .redirectErrorStream(true).start();
+        assertThat(mv.waitFor()).as(new String(mv.getInputStream().readAllBytes())).isZero();
+
+        assertThatThrownBy(() -> {
+            try (ChunkMapping mapping = importer.map(reader(payload), page)) {
+                throw new AssertionError("mapped the chunk renamed over the exported one: it reads 0x"
+                        + Long.toHexString(mapping.segment().get(JAVA_LONG, 0)));
+            }
+        }).isExactlyInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("refusing to map " + shared.resolve(fileName(payload)) + ": the file there is not the one the "
+                        + "handle's producer exported (it is device ")
+                .hasMessageContaining("it was replaced since, by a user who may write " + shared)
+                .hasMessageEndingWith("Keep " + shared + " writable by this user alone, or make it sticky (chmod +t, as /dev/shm is)");
+    }
+
     @Test
     void eachProcessUsesItsOwnViewOfTheDirectory(@TempDir Path elsewhere) throws IOException {
         // A container sees the host's directory at another path: only the name travels.
@@ -163,24 +200,30 @@ class PosixImporterTest {
     static Stream<Arguments> malformedPayloads() {
         return Stream.of(
                 Arguments.of("empty", new byte[0], "payload.version", "truncated"),
-                Arguments.of("future version", new PayloadWriter().u8(3).string("a.chunk").toByteArray(), "payload.version",
-                        "posix export payload version 3, where this process's Conduit reads only version 2: the producer runs a newer Conduit than this process; upgrade this process"),
-                Arguments.of("no path", new byte[] {1}, "payload.path.length", "truncated"),
-                Arguments.of("path cut short", new byte[] {1, 9, 0, 'a', 'b'}, "payload.path", "truncated"),
-                Arguments.of("empty path", new byte[] {1, 0, 0}, "payload.path", "empty path"),
+                Arguments.of("future version", new PayloadWriter().u8(4).string("a.chunk").toByteArray(), "payload.version",
+                        "posix export payload version 4, where this process's Conduit reads only version 3: the producer runs a newer Conduit than this process; upgrade this process"),
+                Arguments.of("version 2, the file named by name alone", new PayloadWriter().u8(2).string(chunkName("a")).u64(1).u64(2).u64(3)
+                        .toByteArray(), "payload.version", "posix export payload version 2, where this process's Conduit reads only "
+                        + "version 3: the producer runs an older Conduit than this process; upgrade the producer"),
+                Arguments.of("version 1", new PayloadWriter().u8(1).string(chunkName("a")).toByteArray(), "payload.version",
+                        "posix export payload version 1, where this process's Conduit reads only version 3"),
+                Arguments.of("no path", new byte[] {3}, "payload.path.length", "truncated"),
+                Arguments.of("path cut short", new byte[] {3, 9, 0, 'a', 'b'}, "payload.path", "truncated"),
+                Arguments.of("empty path", new byte[] {3, 0, 0}, "payload.path", "empty path"),
                 Arguments.of("parent escape", payloadNaming("../../etc/passwd"), "payload.path", "'..'"),
                 Arguments.of("inner parent", payloadNaming("sub/../x.chunk"), "payload.path", "'..'"),
                 Arguments.of("absolute path", payloadNaming("/etc/passwd"), "payload.path", "absolute path"),
                 Arguments.of("odd character", payloadNaming("a b.chunk"), "payload.path", "outside [A-Za-z0-9._-]"),
                 Arguments.of("too long", payloadNaming("a".repeat(300)), "payload.path", "exceeds the maximum 255"),
-                Arguments.of("trailing bytes", new PayloadWriter().u8(1).string(chunkName("a")).u8(0).toByteArray(), "payload.end",
-                        "1 unexpected trailing bytes"),
-                Arguments.of("no directory", new PayloadWriter().u8(2).string(chunkName("a")).toByteArray(), "payload.directory.device",
+                Arguments.of("no directory", new PayloadWriter().u8(3).string(chunkName("a")).toByteArray(), "payload.directory.device",
                         "truncated"),
-                Arguments.of("directory cut short", new PayloadWriter().u8(2).string(chunkName("a")).u64(1).u64(2).u32(3).toByteArray(),
+                Arguments.of("directory cut short", new PayloadWriter().u8(3).string(chunkName("a")).u64(1).u64(2).u32(3).toByteArray(),
                         "payload.directory.birth", "truncated"),
-                Arguments.of("trailing bytes after the directory", new PayloadWriter().u8(2).string(chunkName("a")).u64(1).u64(2).u64(3).u8(0)
-                        .toByteArray(), "payload.end", "1 unexpected trailing bytes"));
+                Arguments.of("no file", new PayloadWriter().u8(3).string(chunkName("a")).u64(1).u64(2).u64(3).toByteArray(),
+                        "payload.chunk.device", "truncated"),
+                Arguments.of("file cut short", new PayloadWriter().u8(3).string(chunkName("a")).u64(1).u64(2).u64(3).u64(4).u32(5)
+                        .toByteArray(), "payload.chunk.inode", "truncated"),
+                Arguments.of("trailing bytes", payloadWith(chunkName("a"), 0), "payload.end", "1 unexpected trailing bytes"));
     }
 
     @ParameterizedTest(name = "{0}")
@@ -283,10 +326,13 @@ class PosixImporterTest {
         }
     }
 
-    /** A payload of version 1 (before payloads named their directory) is taken; where its file is not found, both causes are said. */
+    /** Where the handle's directory cannot be told from this one (no birth time recorded) and its file is not found, both causes are said. */
     @Test
-    void aNameThatWasNeverExportedIsGoneToo() {
-        assertThatThrownBy(() -> importer.map(reader(payloadNaming(chunkName("never-exported"))), page))
+    void aNameThatWasNeverExportedIsGoneToo() throws IOException {
+        DirectoryIdentity sameButUnborn = new DirectoryIdentity((long) Files.getAttribute(shared, "unix:dev"),
+                (long) Files.getAttribute(shared, "unix:ino"), 0);
+        byte[] payload = ExportPayload.encode(chunkName("never-exported"), sameButUnborn, 0, 0);
+        assertThatThrownBy(() -> importer.map(reader(payload), page))
                 .isExactlyInstanceOf(ConduitException.class)
                 .hasMessageStartingWith("export gone: " + shared.resolve(chunkName("never-exported")) + " does not exist. ")
                 .hasMessageContaining("If the producer is alive, check that shared.dir (CONDUIT_SHARED_DIR) or posix.dir "
@@ -539,12 +585,20 @@ class PosixImporterTest {
         assertThat(ProcessResources.mappingsOf(shared)).isEqualTo(1);
     }
 
+    private static final DirectoryIdentity NO_DIRECTORY = new DirectoryIdentity(0, 0, 0);
+
+    /** A payload of this version naming {@code path}, followed by {@code trailing}. */
+    private static byte[] payloadWith(String path, int trailing) {
+        return new PayloadWriter().bytes(payloadNaming(path)).u8(trailing).toByteArray();
+    }
+
     static PayloadReader reader(byte[] payload) {
         return new PayloadReader(payload, 0, payload.length, "payload.");
     }
 
+    /** A payload of this version naming {@code path} (written as given), of no directory and no file: refused before either matters. */
     static byte[] payloadNaming(String path) {
-        return new PayloadWriter().u8(1).string(path).toByteArray();
+        return ExportPayload.encode(path, NO_DIRECTORY, 0, 0);
     }
 
     /** A name of the form a provider gives its chunks ({@code conduit-posix-<owner>-<random>.chunk}), {@code random} being {@code label}. */

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -64,18 +65,21 @@ class PosixMemoryProviderTest {
     }
 
     @Test
-    void exportNamesTheChunkFileRelativeToTheDirectory() {
+    void exportNamesTheChunkFileRelativeToTheDirectory() throws IOException {
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared))) {
             Chunk chunk = provider.allocate(provider.pageSize());
             byte[] payload = provider.export(chunk);
 
             PayloadReader reader = new PayloadReader(payload);
-            assertThat(reader.u8("version")).isEqualTo(2);
+            assertThat(reader.u8("version")).isEqualTo(3);
             assertThat(reader.relativePath("path")).isEqualTo(chunkFiles().getFirst());
             try (var directory = dev.conduit.shm.SharedDirectory.open(dev.conduit.linux.Linux.libc(), shared, "shared.dir")) {
                 assertThat(dev.conduit.shm.DirectoryIdentity.read(reader)).as("the directory the chunk is in")
                         .isEqualTo(dev.conduit.shm.DirectoryIdentity.of(dev.conduit.linux.Linux.libc(), directory.fd()));
             }
+            Path file = shared.resolve(chunkFiles().getFirst());
+            assertThat(reader.u64("chunk.device")).as("the file's device").isEqualTo(Files.getAttribute(file, "unix:dev"));
+            assertThat(reader.u64("chunk.inode")).as("the file's inode").isEqualTo(Files.getAttribute(file, "unix:ino"));
             assertThat(reader.remaining()).isZero();
             assertThat(provider.export(chunk)).isEqualTo(payload);
         }

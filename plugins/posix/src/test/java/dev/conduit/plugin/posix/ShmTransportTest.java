@@ -5946,7 +5946,7 @@ class ShmTransportTest {
             file.write(header, 0);
             file.write(java.nio.ByteBuffer.allocate(1), 4096 + capacity - 1); // sparse: only the header's page is stored
         }
-        byte[] export = ExportPayload.encode(queue.getFileName().toString(), new dev.conduit.shm.DirectoryIdentity(0, 0, 0));
+        byte[] export = ExportPayload.encode(queue.getFileName().toString(), new dev.conduit.shm.DirectoryIdentity(0, 0, 0), 0, 0);
         byte[] forged = new dev.conduit.spi.PayloadWriter().u8(version).string(lease).u16(export.length).bytes(export)
                 .u64(4096 + capacity).bytes(token).bytes(directory).toByteArray();
         assertThatThrownBy(() -> sender.connect(new PayloadReader(forged), cause -> { }))
