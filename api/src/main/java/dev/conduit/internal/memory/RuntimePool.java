@@ -141,12 +141,6 @@ public final class RuntimePool implements Pool {
         }
         long length = (size + pageSize - 1) & -pageSize;
         PooledChunk chunk = newChunk(length, false);
-        providerLock.lock();
-        try {
-            dedicated.put(chunk, Boolean.TRUE);
-        } finally {
-            providerLock.unlock();
-        }
         return new PoolRegion(this, null, 0, chunk, chunk.segment.asSlice(0, size));
     }
 
@@ -158,7 +152,11 @@ public final class RuntimePool implements Pool {
     /**
      * A chunk of {@code length} bytes from the provider. A shared chunk's size is a setting, not
      * what the caller asked for, so the provider's refusal of one (no room for it) names the
-     * setting as well.
+     * setting as well. A chunk of a region's own is the pool's ({@code dedicated}) before the lock
+     * that took it is let go: until 2026-12-06 it became so under a second hold, and a
+     * {@link #close()} between the two freed it, the allocation then returning a region over freed
+     * memory where it should have thrown (found by a review; no test: the window lies between two
+     * holds of one lock).
      */
     private PooledChunk newChunk(long length, boolean shared) {
         providerLock.lock();
@@ -190,7 +188,10 @@ public final class RuntimePool implements Pool {
                 throw wrong;
             }
             heldBytes += length;
-            return new PooledChunk(chunk);
+            PooledChunk pooled = new PooledChunk(chunk);
+            // Under the lock that took it: a close between the two would free it and leave the region over freed memory.
+            if (!shared) dedicated.put(pooled, Boolean.TRUE);
+            return pooled;
         } finally {
             providerLock.unlock();
         }
