@@ -442,10 +442,15 @@ final class FdServer implements AutoCloseable {
             // The logger failed too (java.util.logging's formatter needs a JDK class that may have failed to initialize
             // out of descriptors, for good): serving on unheard beats ending the thread, which said nothing either.
         }
+        pauseBeforeRetrying();
+    }
+
+    /** {@link #ACCEPT_RETRY_MILLIS}, ended early by a stop; a pause still, not a spin, when even the poll fails. */
+    private void pauseBeforeRetrying() {
         try {
             libc.poll(stop, POLLIN, ACCEPT_RETRY_MILLIS);
         } catch (RuntimeException | Error pollFailed) {
-            java.util.concurrent.locks.LockSupport.parkNanos(ACCEPT_RETRY_MILLIS * 1_000_000L); // still a pause, not a spin
+            java.util.concurrent.locks.LockSupport.parkNanos(ACCEPT_RETRY_MILLIS * 1_000_000L);
         }
     }
 
@@ -529,7 +534,7 @@ final class FdServer implements AutoCloseable {
             // again at once. Pause instead of spinning, and stay stoppable while paused.
             acceptFailed.log(() -> "memfd fd server on " + socketPath + ": accepting a connection failed: " + e.getMessage()
                     + "; retrying every " + ACCEPT_RETRY_MILLIS + " ms" + acceptRemedy(e));
-            libc.poll(stop, POLLIN, ACCEPT_RETRY_MILLIS);
+            pauseBeforeRetrying();
             return;
         }
         if (connection == null) {
