@@ -212,6 +212,16 @@ public interface Libc {
     /** {@code fstat(2)}: size, type, owner and device numbers of an open file. */
     FileStatus fstat(FileDescriptor fd);
 
+    /** {@code f_type} of {@code statfs(2)} for hugetlbfs: {@link #fileSystemType} of a file of huge pages, a {@code MFD_HUGETLB} memfd among them. */
+    long HUGETLBFS_MAGIC = 0x958458f6L;
+
+    /**
+     * {@code fstatfs(2)}'s {@code f_type}: the kind of file system that holds an open file, such as
+     * {@link #HUGETLBFS_MAGIC}. Tells what {@code fstat} cannot: a memfd of huge pages from one of
+     * normal pages, which differ in what a hole punched into them does.
+     */
+    long fileSystemType(FileDescriptor fd);
+
     /**
      * {@code statx(2)} of an open file ({@code AT_EMPTY_PATH}) for its birth time
      * ({@code stx_btime}): when the file was made, in nanoseconds since the epoch; or

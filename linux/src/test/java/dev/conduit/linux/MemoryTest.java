@@ -72,6 +72,17 @@ class MemoryTest {
         }
     }
 
+    /** What tells a memfd of huge pages, whose punched holes may fault, from one of normal pages, whose holes read zeros. */
+    @Test
+    void aMemfdOfHugePagesIsOnHugetlbfsAndOneOfNormalPagesIsNot() {
+        long tmpfsMagic = 0x01021994L;
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-normal-pages", MFD_ALLOW_SEALING);
+             FileDescriptor hugePages = libc.memfdCreate("conduit-huge-pages", MFD_ALLOW_SEALING | MemfdFlags.MFD_HUGETLB)) {
+            assertThat(libc.fileSystemType(memfd)).isEqualTo(tmpfsMagic);
+            assertThat(libc.fileSystemType(hugePages)).isEqualTo(Libc.HUGETLBFS_MAGIC);
+        }
+    }
+
     @Test
     void memfdWithoutAllowSealingIsBornSealed() {
         try (FileDescriptor memfd = libc.memfdCreate("conduit-unsealable", 0)) {

@@ -868,8 +868,8 @@ final class ShmEndpoint implements TransportEndpoint {
      * Makes a fault of the access just made to {@code region} come out here, inside its operation's
      * handler (Libc#deliverPendingFaults): compiled code got it later, up in the runtime's lock
      * release, which then stranded a MULTI worker's other threads. About a native call's cost, on
-     * regions whose mapping may fault ({@link dev.conduit.spi.ChunkMapping#mayFault()}: posix's, not
-     * memfd's or a DAX device's). The caller's own segment is not asked about: a fault there (an
+     * regions whose mapping may fault ({@link dev.conduit.spi.ChunkMapping#mayFault()}: posix's and memfd's of huge
+     * pages, not memfd's of normal pages or a DAX device's). The caller's own segment is not asked about: a fault there (an
      * imported posix region as the source of a put) can still come out later (guarantees.md §6).
      */
     private void faultsHere(RemoteRegion region) {

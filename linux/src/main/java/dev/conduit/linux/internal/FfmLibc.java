@@ -523,6 +523,20 @@ public final class FfmLibc implements Libc {
                 ST_NLINK_SIZE == Long.BYTES ? stat.get(JAVA_LONG, ST_NLINK) : Integer.toUnsignedLong(stat.get(JAVA_INT, ST_NLINK)));
     }
 
+    @Override
+    public long fileSystemType(FileDescriptor fd) {
+        CallState state = Native.callState();
+        MemorySegment statfs = state.scratch;
+        int result;
+        do {
+            result = fstatfs(state.capture, fd.fd(), statfs);
+        } while (result < 0 && state.errno() == Errno.EINTR);
+        if (result < 0) {
+            throw failure(state, "fstatfs", fd.toString(), fd.toString());
+        }
+        return statfs.get(JAVA_LONG, Layouts.STATFS_F_TYPE);
+    }
+
     /** The path {@code ""} of an {@code AT_EMPTY_PATH} call: a NUL, never freed. */
     private static final MemorySegment EMPTY_PATH = Arena.global().allocate(1);
 
@@ -1171,7 +1185,7 @@ public final class FfmLibc implements Libc {
     // ================================================================ downcalls
 
     private static final String[] SYMBOLS = {
-            "ftruncate", "fallocate", "fcntl", "mmap", "munmap", "open", "openat", "close", "unlinkat", "fchownat", "renameat",
+            "ftruncate", "fallocate", "fcntl", "fstatfs", "mmap", "munmap", "open", "openat", "close", "unlinkat", "fchownat", "renameat",
             "mkdirat", "fchmod", "flock", "read", "write", "socket", "socketpair", "bind", "listen",
             "accept4", "connect", "send", "recv", "sendmsg", "recvmsg", "getsockopt", "poll", "eventfd",
             "syscall", "getuid", "geteuid", "getpid", "getpagesize"};
@@ -1348,6 +1362,19 @@ public final class FfmLibc implements Libc {
     private static int flock(MemorySegment capture, int fd, int operation) {
         try {
             return (int) Flock.HANDLE.invokeExact(capture, fd, operation);
+        } catch (Throwable t) {
+            throw Native.propagate(t);
+        }
+    }
+
+    private static final class Fstatfs {
+        static final MethodHandle HANDLE = Native.function("fstatfs",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+    }
+
+    private static int fstatfs(MemorySegment capture, int fd, MemorySegment statfs) {
+        try {
+            return (int) Fstatfs.HANDLE.invokeExact(capture, fd, statfs);
         } catch (Throwable t) {
             throw Native.propagate(t);
         }

@@ -155,9 +155,19 @@ public final class Layouts {
             MemoryLayout.paddingLayout(256 - 96)
     ).withName("statx");
 
+    /**
+     * {@code struct statfs} (120 bytes on x86-64 and aarch64 alike), with the one field Conduit
+     * reads named: the file system's type.
+     */
+    public static final StructLayout STATFS = MemoryLayout.structLayout(
+            JAVA_LONG.withName("f_type"),
+            MemoryLayout.paddingLayout(120 - 8)
+    ).withName("statfs");
+
     /** Every layout above that the system calls use, for {@code AbiTest}. */
     public static final List<StructLayout> ALL =
-            List.of(IOVEC, MSGHDR, CMSGHDR, SOCKADDR_UN, UCRED, POLLFD, OPEN_HOW, DIRENT64, TIMESPEC, STAT, STATX_TIMESTAMP, STATX);
+            List.of(IOVEC, MSGHDR, CMSGHDR, SOCKADDR_UN, UCRED, POLLFD, OPEN_HOW, DIRENT64, TIMESPEC, STAT, STATX_TIMESTAMP, STATX,
+                    STATFS);
 
     public static final long IOV_BASE = offset(IOVEC, "iov_base");
     public static final long IOV_LEN = offset(IOVEC, "iov_len");
@@ -206,6 +216,8 @@ public final class Layouts {
     public static final long ST_RDEV = offset(STAT, "st_rdev");
     public static final long ST_SIZE = offset(STAT, "st_size");
     public static final long ST_MTIM = offset(STAT, "st_mtim");
+
+    public static final long STATFS_F_TYPE = offset(STATFS, "f_type");
 
     public static final long STX_MASK = offset(STATX, "stx_mask");
     public static final long STX_BTIME_SEC = offset(STATX, "stx_btime") + offset(STATX_TIMESTAMP, "tv_sec");

@@ -3,6 +3,7 @@ package dev.conduit.linux.internal;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.EventfdFlags;
 import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
 import dev.conduit.linux.MemfdFlags;
 import dev.conduit.linux.MmapFlags;
@@ -114,6 +115,7 @@ class AbiTest {
                 }
             }
         }
+        checked += compare(mismatches, "const.HUGETLBFS_MAGIC", Libc.HUGETLBFS_MAGIC);
         assertThat(mismatches).as("Java constant vs C header").isEmpty();
         assertThat(checked).as("constants compared").isGreaterThan(80);
     }

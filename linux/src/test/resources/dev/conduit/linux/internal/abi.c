@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <poll.h>
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -44,6 +46,7 @@ int main(void) {
     FIELD(stat, st_blksize); FIELD(stat, st_blocks); FIELD(stat, st_mtim);
     STRUCT(statx_timestamp); FIELD(statx_timestamp, tv_sec); FIELD(statx_timestamp, tv_nsec);
     STRUCT(statx); FIELD(statx, stx_mask); FIELD(statx, stx_btime);
+    STRUCT(statfs); FIELD(statfs, f_type);
 
     /* The control-message macros, for 0 to 4 descriptors. */
     unsigned char control[CMSG_SPACE(4 * sizeof(int))];
@@ -85,7 +88,7 @@ int main(void) {
     CONST(S_IFCHR); CONST(S_IFIFO);
 
     /* Internal constants (dev.conduit.linux.internal.Abi). */
-    CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(SYS_getdents64); CONST(SYS_statx); CONST(STATX_BTIME); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE);
+    CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(SYS_getdents64); CONST(SYS_statx); CONST(STATX_BTIME); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE); CONST(HUGETLBFS_MAGIC);
     CONST(F_GETFL); CONST(F_SETFL); CONST(F_ADD_SEALS); CONST(F_GET_SEALS); CONST(MAP_FAILED);
     return 0;
 }

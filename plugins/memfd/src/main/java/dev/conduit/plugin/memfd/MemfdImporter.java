@@ -137,7 +137,10 @@ final class MemfdImporter implements IpcImporter {
             // The socket's user is the producer's: a lease of another one, planted under the name, is none.
             ExporterLease exporter = ExporterLease.of(libc, sharedDirectory, MemfdConfig.SHARED_DIR_KEY, FdProtocol.FILE_PREFIX,
                     payload.socketName(), fetched.producerUser());
-            mapping = mapShared(memfd, chunkLength, path, exporter);
+            // A hole punched into a chunk of huge pages gives its page back to the pool; touching it then faults once the
+            // pool is empty, which the seals cannot prevent (the chunk must stay writable).
+            boolean mayFault = libc.fileSystemType(memfd) == Libc.HUGETLBFS_MAGIC;
+            mapping = mapShared(memfd, chunkLength, path, exporter, mayFault);
         } catch (RuntimeException | Error e) {
             memfd.closeAfter(e);
             throw e;
@@ -180,10 +183,11 @@ final class MemfdImporter implements IpcImporter {
     }
 
     /** Maps the whole memfd into a shared arena of its own: the mapping's lifetime is the cache entry's, on any thread. */
-    private MemfdMapping mapShared(FileDescriptor memfd, long chunkLength, String path, ExporterLease exporter) {
+    private MemfdMapping mapShared(FileDescriptor memfd, long chunkLength, String path, ExporterLease exporter, boolean mayFault) {
         Arena arena = Arena.ofShared();
         try {
-            return new MemfdMapping(arena, libc.mmap(memfd, 0, chunkLength, PROT_READ | PROT_WRITE, MAP_SHARED, arena), exporter);
+            return new MemfdMapping(arena, libc.mmap(memfd, 0, chunkLength, PROT_READ | PROT_WRITE, MAP_SHARED, arena), exporter,
+                    mayFault);
         } catch (ErrnoException e) {
             arena.close();
             throw new ConduitException("cannot map the chunk imported from " + path + ": " + e.getMessage()

@@ -19,12 +19,15 @@ final class MemfdMapping implements ChunkMapping {
     private final MemorySegment segment;
     /** The lease of the provider whose fd server passed the memfd; null when its socket's name carries no owner. */
     private final ExporterLease exporter;
+    /** Whether the memfd is huge pages ({@code memfd.hugepages}): see {@link #mayFault()}. */
+    private final boolean hugePages;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    MemfdMapping(Arena arena, MemorySegment segment, ExporterLease exporter) {
+    MemfdMapping(Arena arena, MemorySegment segment, ExporterLease exporter, boolean hugePages) {
         this.arena = arena;
         this.segment = segment;
         this.exporter = exporter;
+        this.hugePages = hugePages;
     }
 
     @Override
@@ -32,10 +35,16 @@ final class MemfdMapping implements ChunkMapping {
         return segment;
     }
 
-    /** Never: the importer maps only a memfd sealed against shrinking ({@code F_SEAL_SHRINK}). */
+    /**
+     * Only for a memfd of huge pages. The importer maps only a memfd sealed against shrinking
+     * ({@code F_SEAL_SHRINK}), but no seal stops a holder from punching a hole into it
+     * ({@code fallocate(FALLOC_FL_PUNCH_HOLE)}): normal pages then read zeros there, while a huge
+     * page goes back to the kernel's pool, and an access there faults with {@code SIGBUS} once the
+     * pool has no free page.
+     */
     @Override
     public boolean mayFault() {
-        return false;
+        return hugePages;
     }
 
     /**

@@ -1,9 +1,12 @@
 package dev.conduit.plugin.memfd;
 
 import dev.conduit.spi.Chunk;
+import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
+import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
+import dev.conduit.spi.PayloadReader;
 import dev.conduit.tck.RecordingLogger;
 import dev.conduit.tck.HugePageReservation;
 import dev.conduit.tck.TestContext;
@@ -107,6 +110,39 @@ class MemfdHugePagesTest {
             assertThat(HugePageReservation.kernelPageSizeOf(chunk.segment()))
                     .isEqualTo(pool.free() == 0 ? "KernelPageSize: 2048 kB" : "KernelPageSize: 4 kB");
         }
+    }
+
+    /**
+     * A hole punched into a chunk of huge pages by any holder of its memfd (every importer holds
+     * it read-write) gives the page back to the pool; once the pool is empty, an access there
+     * faults with {@code SIGBUS}. So the importer says such a mapping may fault, and Conduit's RMA
+     * on it reads before a compare-and-swap and takes the fault where the operation can report it.
+     * Until 2026-12-07 every memfd import said it could not fault.
+     */
+    @Test
+    void anImportedChunkOfHugePagesMayFaultAndOneOfNormalPagesCannot() throws Exception {
+        try (HugePageReservation pool = HugePageReservation.withFree(1);
+             MemoryProvider hugePages = plugin.openMemoryProvider(TestContext.of(shared, Map.of("memfd.hugepages", "yes")));
+             MemoryProvider normalPages = plugin.openMemoryProvider(TestContext.of(shared))) {
+            if (pool.free() < 1) {
+                assertRefusedCleanly(hugePages, HUGE_PAGE);
+                return;
+            }
+            IpcImporter importer = new MemfdPlugin().ipcImporter(TestContext.of(shared));
+            Chunk huge = hugePages.allocate(HUGE_PAGE);
+            Chunk normal = normalPages.allocate(HUGE_PAGE);
+            try (ChunkMapping importedHuge = map(importer, hugePages.export(huge), HUGE_PAGE);
+                 ChunkMapping importedNormal = map(importer, normalPages.export(normal), HUGE_PAGE)) {
+                assertThat(importedHuge.mayFault()).as("huge pages: a punched hole may fault").isTrue();
+                assertThat(importedNormal.mayFault()).as("normal pages: a punched hole reads zeros").isFalse();
+            }
+            hugePages.free(huge);
+            normalPages.free(normal);
+        }
+    }
+
+    private static ChunkMapping map(IpcImporter importer, byte[] payload, long chunkLength) {
+        return importer.map(new PayloadReader(payload, 0, payload.length, "payload."), chunkLength);
     }
 
     /** EINVAL says which kernel feature is missing: a hugetlb memfd (Linux 4.14) or its seals (4.16); nothing is left open. */
