@@ -276,16 +276,35 @@ public final class ReceiveQueue {
 
     /** Formats fresh (zeroed) memory as an empty queue; the receiver calls this before publishing it. */
     public static ReceiveQueue format(MemorySegment memory, byte[] token) {
+        return formatFrom(memory, token, 0);
+    }
+
+    /**
+     * As {@link #format}, with the ring's positions starting at {@code start}, a multiple of the
+     * capacity, as if that many bytes had gone through it: how a test reaches the tail word's wrap
+     * at 2^38 bytes, which a busy queue of small messages reaches in minutes.
+     */
+    static ReceiveQueue formatFrom(MemorySegment memory, byte[] token, long start) {
         long capacity = memory.byteSize() - HEADER_LENGTH;
         if (capacity < 4096 || Long.bitCount(capacity) != 1) {
             throw new IllegalArgumentException("ring capacity " + capacity + " must be a power of two of at least 4096");
         }
         if (token.length != TOKEN_LENGTH) throw new IllegalArgumentException("token must have " + TOKEN_LENGTH + " bytes");
+        if (start < 0 || (start & (capacity - 1)) != 0) {
+            throw new IllegalArgumentException("start " + start + " is not a multiple of the ring capacity " + capacity);
+        }
         memory.set(ValueLayout.JAVA_LONG, CAPACITY_OFFSET, capacity);
         MemorySegment.copy(token, 0, memory, ValueLayout.JAVA_BYTE, TOKEN_OFFSET, TOKEN_LENGTH);
         memory.set(ValueLayout.JAVA_INT, VERSION_OFFSET, VERSION);
         ReceiveQueue queue = new ReceiveQueue(memory, capacity);
-        queue.writeFreeWords(0, capacity); // the first lap's; this touches every page of the ring now, as the first lap would
+        queue.head = start;
+        queue.zeroed = start;
+        queue.deadUpTo = start;
+        memory.set(ValueLayout.JAVA_LONG, HEAD_OFFSET, start);
+        memory.set(ValueLayout.JAVA_LONG, READ_OFFSET, start);
+        memory.set(ValueLayout.JAVA_LONG, NAMED_OFFSET, start);
+        memory.set(ValueLayout.JAVA_LONG, TAIL_OFFSET, packTail(start, 0));
+        queue.writeFreeWords(start, start + capacity); // the first lap's; this touches every page of the ring now, as the first lap would
         INT.setRelease(memory, MAGIC_OFFSET, MAGIC);
         return queue;
     }

@@ -89,6 +89,45 @@ class ReceiveQueueTest {
     }
 
     /**
+     * The tail word holds the tail's line count mod 2^32, so it wraps every 2^38 bytes (256 GiB),
+     * which a queue of small messages passes within minutes: records of every size still arrive in
+     * order across it, the tail rebuilt from the head on both sides, the header check finds no
+     * damage in a tail word that wrapped before the head did, and the word's line count never
+     * spills into the last claimant's owner tag beside it.
+     */
+    @Test
+    void recordsArriveInOrderAcrossTheTailWordsWrapAt256GiB() {
+        MemorySegment ring = Arena.ofAuto().allocate(ReceiveQueue.mappedLength(4096), 4096);
+        ReceiveQueue rx = ReceiveQueue.formatFrom(ring, TOKEN, TAIL_WORD_WRAP - 8 * 4096);
+        ReceiveQueue tx = ReceiveQueue.attach(ring, TOKEN);
+        int owner = 2; // even: a line count spilling into bit 32 would make it 3
+        long next = 1;
+        long[] expected = {1};
+        for (int round = 0; round < 2000; round++) {
+            int length = 64 * (1 + round % 9);
+            long offset;
+            while ((offset = tx.claim(length, (long) owner << 32 | next)) < 0) {
+                assertThat(rx.headerDamage(TOKEN)).isNull();
+                rx.poll((m, at, type, size) -> assertThat(m.get(ValueLayout.JAVA_LONG, at + ReceiveQueue.CONNECTION))
+                        .isEqualTo(expected[0]++), 1000);
+            }
+            assertThat(ReceiveQueue.tailOwner(ring.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET))).isEqualTo(owner);
+            ring.set(ValueLayout.JAVA_LONG, offset + ReceiveQueue.CONNECTION, next++);
+            tx.commit(offset, length, ReceiveQueue.MSG);
+        }
+        while (rx.hasPending()) {
+            rx.poll((m, at, type, size) -> assertThat(m.get(ValueLayout.JAVA_LONG, at + ReceiveQueue.CONNECTION))
+                    .isEqualTo(expected[0]++), 1000);
+        }
+        assertThat(expected[0]).isEqualTo(next);
+        assertThat(rx.headPosition()).as("past the wrap").isGreaterThan(TAIL_WORD_WRAP);
+        assertThat(rx.headerDamage(TOKEN)).isNull();
+    }
+
+    /** Where the tail word's line count wraps: 2^32 lines of 64 bytes. */
+    private static final long TAIL_WORD_WRAP = 1L << 38;
+
+    /**
      * A receiver of a large ring zeroes what it read, and gives it back to its senders, every
      * {@value ReceiveQueue#ZERO_SLICE} bytes, not every 64 KiB (the most its shared head may lag,
      * which senders size their records by, and still do): 64 KiB zeroed at once, every 1,024th
@@ -902,8 +941,18 @@ class ReceiveQueueTest {
      */
     @Test
     void manyThreadsSendingLoseNothingAndTheReceiversChecksFindNothingMeanwhile() throws Exception {
+        manyThreadsSendFrom(0);
+    }
+
+    /** The same across the tail word's wrap at 2^38 bytes, where the receiver's checks rebuild a wrapped tail from its head. */
+    @Test
+    void manyThreadsSendingAcrossTheTailWordsWrapLoseNothingAndTheReceiversChecksFindNothing() throws Exception {
+        manyThreadsSendFrom(TAIL_WORD_WRAP - 4 * (1 << 16));
+    }
+
+    private static void manyThreadsSendFrom(long start) throws Exception {
         MemorySegment big = Arena.ofShared().allocate(ReceiveQueue.mappedLength(1 << 16), 4096);
-        ReceiveQueue rx = ReceiveQueue.format(big, TOKEN);
+        ReceiveQueue rx = ReceiveQueue.formatFrom(big, TOKEN, start);
         int threads = 4;
         int perThread = 50_000;
         List<Thread> senders = new ArrayList<>();
