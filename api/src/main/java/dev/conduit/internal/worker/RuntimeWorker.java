@@ -997,7 +997,9 @@ public final class RuntimeWorker implements Worker {
 
     /**
      * Sends what endpoints queued locally. An endpoint whose transport throws keeps its messages
-     * queued and does not keep the others from draining: its exception is thrown after them.
+     * queued and does not keep the others from draining: its exception is thrown after them, a
+     * fault on memory the transport maps ({@code InternalError}, which may come as its send
+     * returns) as the {@code ConduitException} that names it, as its progress's is.
      */
     private int drainBacklogs() {
         int sent = 0;
@@ -1008,6 +1010,8 @@ public final class RuntimeWorker implements Worker {
                 sent += ep.drain();
             } catch (RuntimeException e) {
                 failure = withSuppressed(failure, e);
+            } catch (InternalError e) {
+                failure = withSuppressed(failure, mappedMemoryFault(e, ep.transport()));
             }
         }
         if (failure != null) throw failure;

@@ -1530,6 +1530,61 @@ class EndpointMessagingTest {
         assertThat(p.endpoint().pending()).isZero();
     }
 
+    /**
+     * A fault on memory the transport maps, met while a backlog drains (the JVM's InternalError, which HotSpot may
+     * deliver as the plugin's send returns), is the transport's failure as progress() promises it: a ConduitException
+     * naming the transport, thrown once the worker's transports progressed and its error handlers ran. drainBacklogs
+     * caught only RuntimeException around the drain, so the bare InternalError left progress() before any transport
+     * ran: a worker whose one backlogged endpoint faulted received nothing, and reported no failure, while the backlog
+     * stood.
+     */
+    @Test
+    void aFaultInMappedMemoryWhileABacklogDrainsIsReportedAsOneAndTheWorkerStillReceives() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 1, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        Worker dying = conduit.newWorker(ThreadMode.SINGLE);
+        List<Long> seenBySender = recordFirstLongs(sender);
+        Endpoint backlogged = sender.connect(receiver.address());
+        List<Endpoint> failed = new ArrayList<>();
+        Endpoint toTheDying = sender.connect(dying.address(), (ep, cause) -> failed.add(ep));
+        backlogged.send(1, longs(1));
+        backlogged.send(1, longs(2)); // waits in the endpoint's backlog
+        receiver.connect(sender.address()).send(1, longs(9));
+        plugin.transports.get(2).kill(); // the dying worker's: the sender's endpoint to it fails in this round
+        InternalError fault = new InternalError("a fault occurred in a recent unsafe memory access operation in compiled Java code");
+        plugin.transports.getFirst().endpoints.getFirst().sendError = fault;
+
+        Throwable thrown = catchThrowable(sender::progress);
+
+        assertThat(seenBySender).as("the sender's worker still received").containsExactly(9L);
+        assertThat(failed).as("the error handler of the endpoint that failed ran").containsExactly(toTheDying);
+        assertThat(thrown).isInstanceOf(ConduitException.class).hasMessageContaining("transport 'lo': memory it maps faulted (SIGBUS)")
+                .hasCause(fault);
+        assertThat(backlogged.pending()).as("the message stays queued").isEqualTo(1);
+        plugin.transports.getFirst().endpoints.getFirst().sendError = null; // or the teardown's close meets it again
+    }
+
+    /**
+     * The same fault met while await() drains a backlog between its sleeps (a worker whose one transport wakes it) is
+     * the ConduitException naming the transport too, as a fault met in the transport's await is: drainBacklogs let it out
+     * of await() as the JVM's bare InternalError.
+     */
+    @Test
+    void aFaultInMappedMemoryWhileAwaitDrainsABacklogIsReportedAsOne() {
+        Pair p = pair(1);
+        p.endpoint().send(1, longs(1));
+        p.endpoint().send(1, longs(2)); // waits in the endpoint's backlog
+        InternalError fault = new InternalError("a fault occurred in a recent unsafe memory access operation in compiled Java code");
+        p.transportEndpoint().sendError = fault;
+
+        assertThatThrownBy(() -> p.sender().await(Duration.ofSeconds(30))).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("transport 'lo': memory it maps faulted (SIGBUS)").hasCause(fault);
+        assertThat(p.endpoint().pending()).as("the message stays queued").isEqualTo(1);
+        p.transportEndpoint().sendError = null; // or the teardown's close meets it again
+    }
+
     @Test
     void anErrorHandlersExceptionLeavesProgressLikeAMessageHandlers() {
         Pair p = pair(4);
