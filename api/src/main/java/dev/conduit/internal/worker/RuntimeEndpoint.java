@@ -665,7 +665,7 @@ final class RuntimeEndpoint implements Endpoint {
      * still throw the failure, and its close is still allowed.
      */
     void releaseFailed() {
-        release(true);
+        release(true, null);
     }
 
     /** Fails unless the endpoint can be used: open, worker open, not failed. */
@@ -1008,15 +1008,18 @@ final class RuntimeEndpoint implements Endpoint {
      * Closes: tries once to hand queued messages to the transport, discards (and logs) the rest,
      * closes the peer regions and the transport endpoint. The transport endpoint is closed later,
      * after the transport's progress step, when a message handler closes it from inside that step.
+     * An {@code Error} from the transport while it takes the queued messages (a fault in mapped
+     * memory is an {@code InternalError}) is thrown as it is once everything else is closed.
      *
      * @param unregister whether to remove this endpoint from its worker (not when the worker closes it)
      */
     void close(boolean unregister) {
         long dropped;
+        Error drainFailure = null;
         lock();
         try {
             if (closed) return;
-            if (failure == null && backlogged) drainQuietly();
+            if (failure == null && backlogged) drainFailure = drainQuietly();
             closed = true;
             dropped = pending.clear();
             if (backlogged) {
@@ -1030,12 +1033,15 @@ final class RuntimeEndpoint implements Endpoint {
             LOG.log(System.Logger.Level.WARNING, "endpoint over '" + transport + "' to " + peer + " closed with " + dropped
                     + " messages still waiting in its local queue; they were discarded. Progress the worker until pending() is 0 before closing.");
         }
-        release(unregister);
+        release(unregister, drainFailure);
     }
 
-    /** Closes the peer regions and the transport endpoint, and leaves the worker if {@code unregister}. */
-    private void release(boolean unregister) {
-        Throwable failure = null;
+    /**
+     * Closes the peer regions and the transport endpoint, and leaves the worker if {@code unregister};
+     * then throws {@code earlier} (what the close met before), if any, with its own failures suppressed.
+     */
+    private void release(boolean unregister, Throwable earlier) {
+        Throwable failure = earlier;
         List<RuntimePeerRegion> open;
         synchronized (regions) {
             open = List.copyOf(regions);
@@ -1059,14 +1065,24 @@ final class RuntimeEndpoint implements Endpoint {
         CloseFailures.rethrow(failure);
     }
 
-    private void drainQuietly() {
+    /**
+     * Hands what the queue holds to the transport until it refuses one; a refusal by exception is
+     * logged, the rest of the queue being discarded anyway.
+     *
+     * @return the {@code Error} the transport threw, for the close to throw once it closed the rest
+     *         (thrown from here, it left the endpoint open for good); null when there was none
+     */
+    private Error drainQuietly() {
         try {
             while (!pending.isEmpty() && pending.offerHead(te)) {
                 pending.remove();
             }
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.DEBUG, () -> "while closing, the transport refused queued messages: " + e);
+        } catch (Error e) {
+            return e;
         }
+        return null;
     }
 
     private void lock() {

@@ -1585,6 +1585,32 @@ class EndpointMessagingTest {
         p.transportEndpoint().sendError = null; // or the teardown's close meets it again
     }
 
+    /**
+     * An Error from the transport while a close hands the backlog over (a fault in mapped memory is an InternalError)
+     * does not leave the endpoint open: the transport's endpoint is closed, the endpoint refuses sends, and the close
+     * throws the Error as it is once it closed everything else, as an Error from the transport endpoint's own close is.
+     * drainQuietly caught only RuntimeException, and the Error left close(boolean) before it marked the endpoint closed,
+     * so the transport's endpoint was never closed, the endpoint stayed usable, and every later close, the worker's
+     * too, met the backlog, and the fault, again.
+     */
+    @Test
+    void anErrorWhileAClosingEndpointHandsOverItsBacklogStillClosesIt() {
+        Pair p = pair(1);
+        p.endpoint().send(1, longs(1));
+        p.endpoint().send(1, longs(2)); // waits in the endpoint's backlog
+        InternalError fault = new InternalError("a fault occurred in an unsafe memory access");
+        p.transportEndpoint().sendError = fault;
+
+        assertThatThrownBy(p.endpoint()::close).isSameAs(fault);
+
+        assertThat(p.plugin().closes).as("the transport's endpoint").containsExactly("endpoint#0");
+        assertThatThrownBy(() -> p.endpoint().send(1, longs(3))).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("is closed");
+        long sendsTried = p.transportEndpoint().trySends.get();
+        p.endpoint().close();
+        assertThat(p.transportEndpoint().trySends).as("a later close does not meet the backlog again").hasValue(sendsTried);
+    }
+
     @Test
     void anErrorHandlersExceptionLeavesProgressLikeAMessageHandlers() {
         Pair p = pair(4);
