@@ -134,6 +134,11 @@ final class ConfinedTransport implements Transport {
         }
 
         @Override
+        public String maxPayloadSizeRemedy() {
+            return thread.call(ep::maxPayloadSizeRemedy);
+        }
+
+        @Override
         public void put(MemorySegment source, RemoteRegion target, long offset) {
             MemorySegment s = reachable(source);
             thread.run(() -> ep.put(s, target, offset));

@@ -460,6 +460,53 @@ class EndpointThreadingTest {
     }
 
     /**
+     * A payload over the limit of a confined plugin ({@code thread.confine}) is refused naming what raises the limit, as the
+     * plugin says (TransportEndpoint.maxPayloadSizeRemedy), as it is unconfined: ConfinedTransport's endpoint forwards the
+     * limits but not their remedy, so the SPI's default (null) answered for every confined plugin, and the refusal
+     * pointed to docs/plugins.md instead of the key.
+     */
+    @Test
+    void aPayloadOverTheLimitOfAConfinedPluginIsRefusedNamingWhatRaisesItAsThePluginSays() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).singleOnly();
+        plugin.maxPayload = 1000;
+        plugin.payloadRemedy = "lo.limit (CONDUIT_LO_LIMIT) of this process sets it";
+        Worker worker = loopbacks.conduit(b -> b.threadConfinement(true), plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.CONFINED_THREAD);
+        Endpoint self = worker.connect(worker.address());
+
+        assertThatThrownBy(() -> self.send(1, MemorySegment.ofArray(new byte[1001])))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("payload of 1001 bytes")
+                .hasMessageContaining("or raise the limit: lo.limit (CONDUIT_LO_LIMIT) of this process sets it");
+    }
+
+    /**
+     * Every optional method of the SPI that a confined plugin may answer is forwarded to it, on its thread: one left to
+     * the SPI's default answers for every confined plugin as for a plugin that lacks it, whatever the plugin says
+     * (maxPayloadSizeRemedy was, above). The zero-copy send alone is not: its encoder is the application's code, which
+     * would then run on the plugin's thread, not the sending one; a confined plugin's encoded send is encoded into the
+     * runtime's buffer instead, as for a plugin without it (docs/runtime.md).
+     */
+    @Test
+    void everyOptionalMethodOfTheSpiButTheZeroCopySendIsForwardedToAConfinedPlugin() {
+        Class<?> confinedEndpoint = java.util.Arrays.stream(ConfinedTransport.class.getDeclaredClasses())
+                .filter(dev.conduit.spi.TransportEndpoint.class::isAssignableFrom).findFirst().orElseThrow();
+        List<String> leftToTheDefault = new ArrayList<>();
+        for (Class<?>[] spiAndForwarder : new Class<?>[][]{{dev.conduit.spi.Transport.class, ConfinedTransport.class},
+                {dev.conduit.spi.TransportEndpoint.class, confinedEndpoint}}) {
+            for (java.lang.reflect.Method m : spiAndForwarder[0].getMethods()) {
+                if (!m.isDefault()) continue;
+                try {
+                    spiAndForwarder[1].getDeclaredMethod(m.getName(), m.getParameterTypes());
+                } catch (NoSuchMethodException e) {
+                    leftToTheDefault.add(spiAndForwarder[0].getSimpleName() + "." + m.getName());
+                }
+            }
+        }
+
+        assertThat(leftToTheDefault).containsExactly("TransportEndpoint.trySendEncoded");
+    }
+
+    /**
      * A call on a confined plugin is the caller's, made on the plugin's thread: an interrupt of the
      * caller does not end it. The caller used to stop waiting at the interrupt (at once for a thread
      * whose interrupt status was set, as await leaves it), throw IllegalStateException "interrupted
