@@ -63,7 +63,11 @@ public final class Message {
     private MemorySegment payloadBuffer;
     private long payloadOffset;
     private long payloadLength;
-    /** The last writable buffer {@link #payloadBuffer()} was asked for, and its read-only view: one view per buffer, not per message. */
+    /**
+     * The last writable buffer {@link #payloadBuffer()} was asked for, and its read-only view: one view per buffer, not per
+     * message. Kept past the handler ({@code invalidate} leaves them): clearing them would make a view per message again,
+     * for one buffer of the transport's kept reachable.
+     */
     private MemorySegment writableBuffer;
     private MemorySegment readOnlyBuffer;
     /** The sink of the transport the message came through, and its key of the connection: whom {@link #replyEndpoint()} answers. */
