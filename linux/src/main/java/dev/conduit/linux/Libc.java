@@ -113,10 +113,19 @@ public interface Libc {
      * <p>A {@linkplain Arena#ofShared() shared} arena's close is costly (a handshake with every
      * thread): map chunks, not messages.
      *
-     * @param offset     a multiple of the page size
+     * <p>A file on hugetlbfs (an {@link MemfdFlags#MFD_HUGETLB} memfd among them) is mapped and
+     * unmapped in whole huge pages only: a {@code length} that is not a multiple of its huge page
+     * size ({@code fstatfs}'s {@code f_bsize}) is refused before anything is mapped. Until
+     * 2026-12-07 such a mapping was made, and its close failed with {@code EINVAL}, leaving it, its
+     * huge page and its file for the life of the process. Every mapping of a file asks
+     * {@code fstatfs} which file system holds it.
+     *
+     * @param offset     a multiple of the page size (of the huge page size on hugetlbfs)
      * @param protection {@link MmapFlags} {@code PROT_*}
      * @param flags      {@link MmapFlags} {@code MAP_*}, normally {@code MAP_SHARED}
-     * @throws IllegalArgumentException if {@code length} is not positive or {@code offset} negative
+     * @throws IllegalArgumentException if {@code length} is not positive or {@code offset} negative,
+     *                                  or the file is on hugetlbfs and {@code length} is not a multiple
+     *                                  of its huge page size (the message names both)
      */
     MemorySegment mmap(FileDescriptor fd, long offset, long length, int protection, int flags, Arena arena);
 
@@ -125,7 +134,8 @@ public interface Libc {
      * mapping only to its own page (a device-DAX character device to its unit, a regular file not):
      * this reserves {@code length + alignment} bytes of address space with no access, maps the file
      * over the aligned part of it, and gives the rest back. Closing the arena releases exactly
-     * {@code length} bytes, as with {@link #mmap}.
+     * {@code length} bytes, as with {@link #mmap}; a file on hugetlbfs is refused a {@code length}
+     * that is not whole huge pages, as with {@link #mmap}, before any address space is reserved.
      *
      * @param alignment a power of two; at most the kernel's page size makes this a plain {@link #mmap}
      * @throws IllegalArgumentException if {@code alignment} is not a power of two, or as {@link #mmap}

@@ -199,6 +199,56 @@ class MemoryTest {
         assertThatThrownBy(() -> closed.get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
     }
 
+    /**
+     * A hugetlb file is mapped in whole huge pages whatever length is asked for (mmap rounds it up),
+     * and the kernel splits no huge page. Until 2026-12-07 a mapping shorter than its huge page was
+     * made: at the close the placeholder (mmap MAP_FIXED) and the munmap after it, both of the length
+     * asked for, failed with EINVAL, so the mapping, its huge page and its file stayed for the life of
+     * the process, with only an ERROR line. MAP_NORESERVE: no huge page is needed.
+     */
+    @Test
+    void aHugetlbMappingThatEndsInsideAHugePageIsRefusedBeforeAnythingIsMapped() throws IOException {
+        long hugePage = hugePageSize();
+        int flags = MAP_SHARED | MmapFlags.MAP_NORESERVE;
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-huge-part", MemfdFlags.MFD_HUGETLB);
+             Arena arena = Arena.ofShared()) {
+            libc.ftruncate(memfd, 2 * hugePage);
+            for (long length : new long[] {PageSize.get(), hugePage + PageSize.get()}) {
+                assertThatThrownBy(() -> libc.mmap(memfd, 0, length, PROT_READ | PROT_WRITE, flags, arena)).as("mmap of %d bytes", length)
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("mmap of " + length + " bytes of " + memfd)
+                        .hasMessageContaining("hugetlbfs").hasMessageContaining("map a multiple of " + hugePage + " bytes");
+                assertThatThrownBy(() -> libc.mmapAligned(memfd, 0, length, 2 * hugePage, PROT_READ | PROT_WRITE, flags, arena))
+                        .as("mmapAligned of %d bytes", length)
+                        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("map a multiple of " + hugePage + " bytes");
+            }
+            assertThat(Files.readString(Path.of("/proc/self/maps"))).as("what the refusals left mapped").doesNotContain("memfd:conduit-huge-part");
+        }
+    }
+
+    /** The refusal above spares whole huge pages: such a mapping is made, and its close unmaps it. */
+    @Test
+    void aHugetlbMappingOfWholeHugePagesIsMadeAndReleasedByTheClose() throws IOException {
+        long hugePage = hugePageSize();
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-huge-whole", MemfdFlags.MFD_HUGETLB)) {
+            libc.ftruncate(memfd, hugePage);
+            Arena arena = Arena.ofShared();
+            MemorySegment mapping = libc.mmap(memfd, 0, hugePage, PROT_READ | PROT_WRITE, MAP_SHARED | MmapFlags.MAP_NORESERVE, arena);
+            assertThat(mapping.byteSize()).isEqualTo(hugePage);
+            assertThat(mappingAt(mapping.address())).as("mapping before close").contains("memfd:conduit-huge-whole");
+
+            arena.close();
+        }
+        assertThat(Files.readString(Path.of("/proc/self/maps"))).as("what the close left mapped").doesNotContain("memfd:conduit-huge-whole");
+    }
+
+    private static long hugePageSize() throws IOException {
+        for (String line : Files.readAllLines(Path.of("/proc/meminfo"))) {
+            if (line.startsWith("Hugepagesize:")) return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+        }
+        throw new AssertionError("/proc/meminfo names no Hugepagesize");
+    }
+
     @Test
     void mappingIsBoundsChecked() {
         try (FileDescriptor memfd = libc.memfdCreate("conduit-bounds", MFD_ALLOW_SEALING);

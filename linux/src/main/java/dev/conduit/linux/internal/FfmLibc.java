@@ -159,6 +159,7 @@ public final class FfmLibc implements Libc {
         if (length <= 0 || offset < 0) {
             throw new IllegalArgumentException("mmap of " + length + " bytes at offset " + offset + " of " + fd);
         }
+        requireWholeHugePages(fd, length);
         CallState state = Native.callState();
         MemorySegment address = mmap(state.capture, MemorySegment.NULL, length, protection, flags, fd.fd(), offset);
         if (address.address() == Abi.MAP_FAILED) {
@@ -191,6 +192,7 @@ public final class FfmLibc implements Libc {
         if (length <= 0 || offset < 0) {
             throw new IllegalArgumentException("mmap of " + length + " bytes at offset " + offset + " of " + fd);
         }
+        requireWholeHugePages(fd, length);
         CallState state = Native.callState();
         long reserved = Math.addExact(length, alignment);
         MemorySegment reservation = mmap(state.capture, MemorySegment.NULL, reserved, MmapFlags.PROT_NONE,
@@ -220,6 +222,22 @@ public final class FfmLibc implements Libc {
         } catch (RuntimeException | Error e) {
             munmap(state.capture, address, length);
             throw e;
+        }
+    }
+
+    /**
+     * Refuses to map a file on hugetlbfs in a length that ends inside a huge page. The kernel maps
+     * the whole last page, but unmaps no part of one: the close's placeholder and its munmap, of
+     * the length asked, would fail with EINVAL and leave the mapping, its huge page and its file
+     * for the life of the process. One fstatfs tells both the file system and its huge page size.
+     */
+    private static void requireWholeHugePages(FileDescriptor fd, long length) {
+        MemorySegment statfs = fileSystemStatus(fd);
+        if (statfs.get(JAVA_LONG, Layouts.STATFS_F_TYPE) != Libc.HUGETLBFS_MAGIC) return;
+        long hugePage = statfs.get(JAVA_LONG, Layouts.STATFS_F_BSIZE);
+        if (length % hugePage != 0) {
+            throw new IllegalArgumentException("mmap of " + length + " bytes of " + fd + ": the file is on hugetlbfs, whose huge pages of "
+                    + hugePage + " bytes the kernel maps and unmaps only whole; map a multiple of " + hugePage + " bytes");
         }
     }
 
@@ -525,6 +543,11 @@ public final class FfmLibc implements Libc {
 
     @Override
     public long fileSystemType(FileDescriptor fd) {
+        return fileSystemStatus(fd).get(JAVA_LONG, Layouts.STATFS_F_TYPE);
+    }
+
+    /** {@code fstatfs(2)} into the calling thread's scratch space, valid until its next call that uses it. */
+    private static MemorySegment fileSystemStatus(FileDescriptor fd) {
         CallState state = Native.callState();
         MemorySegment statfs = state.scratch;
         int result;
@@ -534,7 +557,7 @@ public final class FfmLibc implements Libc {
         if (result < 0) {
             throw failure(state, "fstatfs", fd.toString(), fd.toString());
         }
-        return statfs.get(JAVA_LONG, Layouts.STATFS_F_TYPE);
+        return statfs;
     }
 
     /** The path {@code ""} of an {@code AT_EMPTY_PATH} call: a NUL, never freed. */

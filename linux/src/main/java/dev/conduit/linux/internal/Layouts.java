@@ -156,12 +156,13 @@ public final class Layouts {
     ).withName("statx");
 
     /**
-     * {@code struct statfs} (120 bytes on x86-64 and aarch64 alike), with the one field Conduit
-     * reads named: the file system's type.
+     * {@code struct statfs} (120 bytes on x86-64 and aarch64 alike), with the fields Conduit reads
+     * named: the file system's type, and its block size (the huge page size on hugetlbfs).
      */
     public static final StructLayout STATFS = MemoryLayout.structLayout(
             JAVA_LONG.withName("f_type"),
-            MemoryLayout.paddingLayout(120 - 8)
+            JAVA_LONG.withName("f_bsize"),
+            MemoryLayout.paddingLayout(120 - 16)
     ).withName("statfs");
 
     /** Every layout above that the system calls use, for {@code AbiTest}. */
@@ -218,6 +219,7 @@ public final class Layouts {
     public static final long ST_MTIM = offset(STAT, "st_mtim");
 
     public static final long STATFS_F_TYPE = offset(STATFS, "f_type");
+    public static final long STATFS_F_BSIZE = offset(STATFS, "f_bsize");
 
     public static final long STX_MASK = offset(STATX, "stx_mask");
     public static final long STX_BTIME_SEC = offset(STATX, "stx_btime") + offset(STATX_TIMESTAMP, "tv_sec");

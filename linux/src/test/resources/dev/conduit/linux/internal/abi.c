@@ -46,7 +46,7 @@ int main(void) {
     FIELD(stat, st_blksize); FIELD(stat, st_blocks); FIELD(stat, st_mtim);
     STRUCT(statx_timestamp); FIELD(statx_timestamp, tv_sec); FIELD(statx_timestamp, tv_nsec);
     STRUCT(statx); FIELD(statx, stx_mask); FIELD(statx, stx_btime);
-    STRUCT(statfs); FIELD(statfs, f_type);
+    STRUCT(statfs); FIELD(statfs, f_type); FIELD(statfs, f_bsize);
 
     /* The control-message macros, for 0 to 4 descriptors. */
     unsigned char control[CMSG_SPACE(4 * sizeof(int))];
