@@ -456,7 +456,9 @@ public interface Libc {
      * @param count how many waiters to wake at most, positive ({@link Integer#MAX_VALUE} for all)
      * @return how many were woken
      * @throws IllegalArgumentException if {@code count} is not positive (the kernel would wake one
-     *                                  for 0), or the word is not 4-byte aligned
+     *                                  for 0), the word is not 4-byte aligned, or the segment is a heap
+     *                                  segment, which no kernel call can reach (until 2026-12-07 the
+     *                                  wake answered 0 woken)
      * @throws IndexOutOfBoundsException if the word is not inside the segment
      */
     int futexWake(MemorySegment segment, long offset, int count);

@@ -111,6 +111,21 @@ class WaitTest {
         }
     }
 
+    /**
+     * A wait through a heap segment is refused (FFM passes no heap memory to the kernel). Until
+     * 2026-12-07 a wake through one passed the array offset as an address, found no page there
+     * (EFAULT) and answered "0 woken" as for closed memory: a wake that reached nobody, silently.
+     */
+    @Test
+    void aWakeThroughAHeapSegmentIsRefusedAsAWaitThroughOneIs() {
+        MemorySegment heap = MemorySegment.ofArray(new int[2]);
+        assertThatThrownBy(() -> libc.futexWait(heap, 0, 0, TimeUnit.MILLISECONDS.toNanos(1)))
+                .as("a wait through a heap segment").isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> libc.futexWake(heap, 0, 1))
+                .as("a wake through a heap segment").isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("heap segment").hasMessageContaining("put the futex word in native memory");
+    }
+
     /** The kernel refuses a misaligned futex word with a bare EINVAL; the check before it names the offset. */
     @Test
     void aFutexWordThatIsNotFourByteAlignedIsRefusedNamingItsOffset() {

@@ -1073,6 +1073,11 @@ public final class FfmLibc implements Libc {
             throw new IllegalArgumentException("futex wake of " + count + " waiters: FUTEX_WAKE would wake one anyway; "
                     + "pass a positive count (Integer.MAX_VALUE for all)");
         }
+        if (!segment.isNative()) {
+            // Its address() is an offset into an array: the kernel would find no page there (EFAULT), read below as closed memory.
+            throw new IllegalArgumentException("futex wake through a heap segment (" + segment + "): the kernel sees no Java array; "
+                    + "put the futex word in native memory (a mapping, or an arena's allocation), as a wait needs too");
+        }
         MemorySegment word = futexWord(segment, offset);
         CallState state = Native.callState();
         // The address, not the segment: a downcall holds a segment's arena until it returns, and a
