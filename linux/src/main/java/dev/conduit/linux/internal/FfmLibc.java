@@ -404,8 +404,11 @@ public final class FfmLibc implements Libc {
     /**
      * {@link #openBeneath} for kernels without {@code openat2}: refuses {@code ..} and absolute
      * paths by inspection, then opens one component at a time with {@code O_NOFOLLOW}, checking
-     * that each intermediate one is a directory and not a link. The errno of each refusal is
-     * the one {@code openat2} would give. Package-private so that tests can run it on any kernel.
+     * that each intermediate one is a directory and not a link. A path that ends in {@code /} or
+     * {@code /.} asks for a directory: its last name is walked as one more directory and
+     * {@code .} opened in it, and a create of a name that ends in {@code /} is refused with
+     * {@code EISDIR} (the kernel's check before it looks the name up). The errno of each refusal
+     * is the one {@code openat2} would give. Package-private so that tests can run it on any kernel.
      */
     FileDescriptor openBeneathByComponents(FileDescriptor directory, String path, int flags, int mode) {
         String arguments = directory + ", " + quote(path) + ", " + openArguments(flags | OpenFlags.O_CLOEXEC, mode);
@@ -426,6 +429,13 @@ public final class FfmLibc implements Libc {
         if (names.isEmpty()) {
             names.add(path.isEmpty() ? "" : ".");
         }
+        String withoutTrailingSlashes = path.replaceAll("/+$", "");
+        String lastName = withoutTrailingSlashes.substring(withoutTrailingSlashes.lastIndexOf('/') + 1);
+        // openat2 refuses this before it looks the last name up; a '.' there is looked up, and the create then refused by the kernel.
+        boolean createOfDirectory = path.endsWith("/") && (flags & OpenFlags.O_CREAT) != 0 && !lastName.equals(".");
+        if ((path.endsWith("/") || path.endsWith("/.")) && !createOfDirectory && !names.getLast().equals(".")) {
+            names.add("."); // the last name must then be a directory, checked as those before it are
+        }
         FileDescriptor parent = null;
         try {
             for (String name : names.subList(0, names.size() - 1)) {
@@ -441,6 +451,10 @@ public final class FfmLibc implements Libc {
                     throw new ErrnoException("openat", link ? Errno.ELOOP : Errno.ENOTDIR, path, arguments,
                             (link ? "a symbolic link" : "not a directory") + " on the path: " + next.description());
                 }
+            }
+            if (createOfDirectory) {
+                throw new ErrnoException("openat", Errno.EISDIR, path, arguments,
+                        "a name that ends in '/' is a directory, and O_CREAT makes only files");
             }
             return openat(parent == null ? directory : parent, names.getLast(), flags | OpenFlags.O_NOFOLLOW, mode);
         } finally {

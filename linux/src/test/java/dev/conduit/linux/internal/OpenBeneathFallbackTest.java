@@ -6,6 +6,7 @@ import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.OpenFds;
 import dev.conduit.linux.Libc;
+import dev.conduit.linux.OpenFlags;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -19,6 +20,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 
 import static dev.conduit.linux.OpenFlags.O_CREAT;
 import static dev.conduit.linux.OpenFlags.O_DIRECTORY;
@@ -87,6 +89,43 @@ class OpenBeneathFallbackTest {
         assertErrno("a/up/outside", Errno.ELOOP);
         assertErrno("a/b/file/x", Errno.ENOTDIR);
         assertErrno("a/missing/x", Errno.ENOENT);
+    }
+
+    /**
+     * A trailing '/' (or '/.') asks for a directory: openat2 refuses it after a file with ENOTDIR,
+     * after a symbolic link with ELOOP (even under O_PATH|O_NOFOLLOW, which would open the link
+     * itself), and a create of a name that ends in '/' with EISDIR. Until 2026-12-07 the walk
+     * dropped empty and '.' names, so it opened the file, and created a regular file 'a/b/new'
+     * where a directory was asked for.
+     */
+    @Test
+    void aTrailingSlashAsksForADirectoryInTheWalkAsInOpenat2() {
+        int create = O_RDWR | O_CREAT | O_EXCL;
+        List<Map.Entry<String, Integer>> opens = List.of(
+                Map.entry("a/b/file/", O_RDONLY), Map.entry("a/b/file/.", O_RDONLY), Map.entry("a/b/file//", O_RDONLY),
+                Map.entry("link/", O_RDONLY), Map.entry("link/", O_PATH), Map.entry("dirlink/", O_PATH), Map.entry("dirlink/.", O_RDONLY),
+                Map.entry("a/b/", O_RDONLY), Map.entry("a/b/.", O_PATH), Map.entry("a/./", O_RDONLY), Map.entry("./", O_RDONLY),
+                Map.entry("a/b/new/", create), Map.entry("a/b/file/", create), Map.entry("a/b/", create), Map.entry("link/", create),
+                Map.entry("a/missing/new/", create), Map.entry("a/b/new/.", create), Map.entry("a/b/file/.", create), Map.entry("a/b/./", create));
+        for (Map.Entry<String, Integer> open : opens) {
+            String path = open.getKey();
+            int flags = open.getValue();
+            String asked = path + " with " + OpenFlags.describe(flags);
+            String openat2 = outcome(() -> libc.openat2(shared, path, flags, 0600, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
+            long before = OpenFds.count();
+            assertThat(outcome(() -> fallback(path, flags, 0600))).as("the walk's outcome for " + asked + ", as openat2's").isEqualTo(openat2);
+            assertThat(OpenFds.count()).as("no descriptor left open by " + asked).isEqualTo(before);
+        }
+        assertThat(directory.resolve("shared/a/b/new")).as("what neither created").doesNotExist();
+    }
+
+    /** The errno name of a refused open, or the type of the file it opened ("a directory"), closing it. */
+    private String outcome(Supplier<FileDescriptor> open) {
+        try (FileDescriptor opened = open.get()) {
+            return libc.fstat(opened).typeName();
+        } catch (ErrnoException e) {
+            return e.errnoName();
+        }
     }
 
     /** What {@code openat2} answers where it cannot be used: the kernel's, and the container's. */
