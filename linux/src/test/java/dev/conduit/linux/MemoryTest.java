@@ -200,6 +200,25 @@ class MemoryTest {
     }
 
     /**
+     * A mapping into an arena closed meanwhile has no owner to release it: mmap and mmapAligned undo
+     * it before the arena's IllegalStateException leaves. Without that undo the file stays mapped for
+     * the life of the process, and no test noticed.
+     */
+    @Test
+    void aMappingIntoAClosedArenaIsUndoneBeforeTheArenasErrorLeaves() throws IOException {
+        Arena closed = Arena.ofShared();
+        closed.close();
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-into-closed", MFD_ALLOW_SEALING)) {
+            libc.ftruncate(memfd, SIZE);
+            assertThatThrownBy(() -> libc.mmap(memfd, 0, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, closed))
+                    .as("mmap into a closed arena").isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> libc.mmapAligned(memfd, 0, SIZE, 2L << 20, PROT_READ | PROT_WRITE, MAP_SHARED, closed))
+                    .as("mmapAligned into a closed arena").isInstanceOf(IllegalStateException.class);
+        }
+        assertThat(Files.readString(Path.of("/proc/self/maps"))).as("what the refused mappings left").doesNotContain("memfd:conduit-into-closed");
+    }
+
+    /**
      * A hugetlb file is mapped in whole huge pages whatever length is asked for (mmap rounds it up),
      * and the kernel splits no huge page. Until 2026-12-07 a mapping shorter than its huge page was
      * made: at the close the placeholder (mmap MAP_FIXED) and the munmap after it, both of the length
