@@ -177,7 +177,9 @@ public interface Libc {
      * {@code RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS}; only on kernels without {@code openat2}
      * ({@code ENOSYS}) it walks the path one {@code openat(O_NOFOLLOW)} at a time instead,
      * refusing {@code ..} and absolute paths itself. Either way: {@code EXDEV} for a path that
-     * leaves the directory, {@code ELOOP} for a symbolic link.
+     * leaves the directory, {@code ELOOP} for a symbolic link on the path or at its end, except
+     * that {@code O_PATH|O_NOFOLLOW} opens a link at its end itself, as {@code open(2)} does (a
+     * descriptor to {@link #fstat} the link with, not to follow it).
      */
     FileDescriptor openBeneath(FileDescriptor directory, String path, int flags, int mode);
 

@@ -25,6 +25,7 @@ import java.util.function.Supplier;
 import static dev.conduit.linux.OpenFlags.O_CREAT;
 import static dev.conduit.linux.OpenFlags.O_DIRECTORY;
 import static dev.conduit.linux.OpenFlags.O_EXCL;
+import static dev.conduit.linux.OpenFlags.O_NOFOLLOW;
 import static dev.conduit.linux.OpenFlags.O_PATH;
 import static dev.conduit.linux.OpenFlags.O_RDONLY;
 import static dev.conduit.linux.OpenFlags.O_RDWR;
@@ -117,6 +118,21 @@ class OpenBeneathFallbackTest {
             assertThat(OpenFds.count()).as("no descriptor left open by " + asked).isEqualTo(before);
         }
         assertThat(directory.resolve("shared/a/b/new")).as("what neither created").doesNotExist();
+    }
+
+    /**
+     * openBeneath refuses a symbolic link with ELOOP, but under O_PATH|O_NOFOLLOW opens a link at
+     * the path's end itself, in openat2 and in the walk alike: what fstat of a planted link needs.
+     * Until 2026-12-07 openBeneath's javadoc said ELOOP for every symbolic link.
+     */
+    @Test
+    void aSymbolicLinkAtThePathsEndIsOpenedItselfUnderOPathAndONofollowByBoth() {
+        for (String path : List.of("link", "a/up", "dirlink")) {
+            String openat2 = outcome(() -> libc.openat2(shared, path, O_PATH | O_NOFOLLOW, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS));
+            assertThat(openat2).as("openat2's outcome for " + path).isEqualTo("a symbolic link");
+            assertThat(outcome(() -> fallback(path, O_PATH | O_NOFOLLOW, 0))).as("the walk's outcome for " + path).isEqualTo(openat2);
+            assertThat(outcome(() -> fallback(path, O_RDONLY, 0))).as("the walk's outcome for " + path + " without O_PATH").isEqualTo("ELOOP");
+        }
     }
 
     /** The errno name of a refused open, or the type of the file it opened ("a directory"), closing it. */
