@@ -87,7 +87,7 @@ public final class FileDescriptor implements AutoCloseable {
     @Override
     public void close() {
         if (CLOSED.compareAndSet(this, false, true)) {
-            FfmLibc.closeDescriptor(fd, this);
+            FfmLibc.closeDescriptor(fd, openName()); // toString() says "closed" by now
         }
     }
 
@@ -107,13 +107,11 @@ public final class FileDescriptor implements AutoCloseable {
     /** {@code fd 7 (/dev/shm/x)}, plus {@code closed} once closed: the form used in error messages. */
     @Override
     public String toString() {
-        StringBuilder text = new StringBuilder(24).append("fd ").append(fd);
-        if (!description.isEmpty()) {
-            text.append(" (").append(description).append(')');
-        }
-        if (closed) {
-            text.append(" closed");
-        }
-        return text.toString();
+        return closed ? openName() + " closed" : openName();
+    }
+
+    /** {@code fd 7 (/dev/shm/x)}, open or not. */
+    private String openName() {
+        return description.isEmpty() ? "fd " + fd : "fd " + fd + " (" + description + ')';
     }
 }

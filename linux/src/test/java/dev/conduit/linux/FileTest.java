@@ -374,6 +374,22 @@ class FileTest {
         assertThatThrownBy(() -> libc.fstat(fd)).isInstanceOf(IllegalStateException.class);
     }
 
+    /**
+     * A close that the kernel refuses names the descriptor as it was open. Until 2026-12-07 the
+     * name was taken after the descriptor was marked closed: "close(fd 7 (x) closed): EBADF".
+     */
+    @Test
+    void aFailedCloseNamesTheDescriptorAsItWasOpen() {
+        FileDescriptor neverOpened = FileDescriptor.adopt(Integer.MAX_VALUE, "never opened"); // past any descriptor limit: EBADF
+        assertThatThrownBy(neverOpened::close)
+                .isInstanceOfSatisfying(ErrnoException.class, e -> {
+                    assertThat(e.errnoName()).isEqualTo("EBADF");
+                    assertThat(e.subject()).isEqualTo("fd " + Integer.MAX_VALUE + " (never opened)");
+                    assertThat(e.getMessage()).startsWith("close(fd " + Integer.MAX_VALUE + " (never opened)): EBADF").doesNotContain("closed");
+                });
+        assertThat(neverOpened.isOpen()).as("closed anyway, as the javadoc says").isFalse();
+    }
+
     static void assertErrno(Runnable call, int errno, String syscall) {
         assertThatThrownBy(call::run).isInstanceOfSatisfying(ErrnoException.class, e -> {
             assertThat(e.errnoName()).isEqualTo(Errno.name(errno));

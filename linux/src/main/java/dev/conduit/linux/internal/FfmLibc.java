@@ -1147,11 +1147,11 @@ public final class FfmLibc implements Libc {
         }
     }
 
-    /** Closes a descriptor for {@link FileDescriptor#close()}; not retried after EINTR (see there). */
-    public static void closeDescriptor(int fd, FileDescriptor owner) {
+    /** Closes a descriptor for {@link FileDescriptor#close()}, named as it was open; not retried after EINTR (see there). */
+    public static void closeDescriptor(int fd, String name) {
         CallState state = Native.callState();
         if (close(state.capture, fd) < 0 && state.errno() != Errno.EINTR) {
-            throw failure(state, "close", owner.toString(), owner.toString());
+            throw failure(state, "close", name, name);
         }
     }
 
