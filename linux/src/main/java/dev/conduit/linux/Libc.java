@@ -138,7 +138,9 @@ public interface Libc {
      * that is not whole huge pages, as with {@link #mmap}, before any address space is reserved.
      *
      * @param alignment a power of two; at most the kernel's page size makes this a plain {@link #mmap}
-     * @throws IllegalArgumentException if {@code alignment} is not a power of two, or as {@link #mmap}
+     * @throws IllegalArgumentException if {@code alignment} is not a power of two, {@code length}
+     *                                  plus {@code alignment} is past {@link Long#MAX_VALUE} (until
+     *                                  2026-12-07 an {@link ArithmeticException}), or as {@link #mmap}
      */
     MemorySegment mmapAligned(FileDescriptor fd, long offset, long length, long alignment, int protection, int flags, Arena arena);
 

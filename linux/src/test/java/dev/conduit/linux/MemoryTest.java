@@ -219,6 +219,24 @@ class MemoryTest {
     }
 
     /**
+     * An aligned mapping reserves its length plus its alignment first. Until 2026-12-07 a length
+     * whose sum with the alignment overflowed a long threw an ArithmeticException, where the
+     * javadoc names IllegalArgumentException.
+     */
+    @Test
+    void anAlignedMappingWhoseReservationOverflowsALongIsRefusedNamingLengthAndAlignment() {
+        long alignment = 2L << 20;
+        long length = Long.MAX_VALUE - alignment + 1;
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-aligned-overflow", MFD_ALLOW_SEALING);
+             Arena arena = Arena.ofConfined()) {
+            assertThatThrownBy(() -> libc.mmapAligned(memfd, 0, length, alignment, PROT_READ | PROT_WRITE, MAP_SHARED, arena))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("mmap of " + length + " bytes of " + memfd + " aligned to " + alignment)
+                    .hasMessageContaining("map less");
+        }
+    }
+
+    /**
      * A hugetlb file is mapped in whole huge pages whatever length is asked for (mmap rounds it up),
      * and the kernel splits no huge page. Until 2026-12-07 a mapping shorter than its huge page was
      * made: at the close the placeholder (mmap MAP_FIXED) and the munmap after it, both of the length

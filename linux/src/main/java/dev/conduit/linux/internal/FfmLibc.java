@@ -192,9 +192,13 @@ public final class FfmLibc implements Libc {
         if (length <= 0 || offset < 0) {
             throw new IllegalArgumentException("mmap of " + length + " bytes at offset " + offset + " of " + fd);
         }
+        if (length > Long.MAX_VALUE - alignment) {
+            throw new IllegalArgumentException("mmap of " + length + " bytes of " + fd + " aligned to " + alignment
+                    + ": the address space to reserve, length plus alignment, is past 2^63 bytes; map less");
+        }
         requireWholeHugePages(fd, length);
         CallState state = Native.callState();
-        long reserved = Math.addExact(length, alignment);
+        long reserved = length + alignment;
         MemorySegment reservation = mmap(state.capture, MemorySegment.NULL, reserved, MmapFlags.PROT_NONE,
                 MmapFlags.MAP_PRIVATE | MAP_ANONYMOUS | MmapFlags.MAP_NORESERVE, -1, 0);
         if (reservation.address() == Abi.MAP_FAILED) {
