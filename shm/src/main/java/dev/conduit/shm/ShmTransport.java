@@ -496,6 +496,8 @@ public final class ShmTransport implements Transport {
 
     /** A sender connected to this worker's queue. */
     private static final class Inbound {
+        /** The connection's id, for a failure found where only its Inbound is at hand ({@link #releaseKept}). */
+        final long connection;
         final String leaseName;
         /** The sender's transport address, as its CONNECT announced it ({@link #senderAddress}). */
         final byte[] senderAddress;
@@ -531,7 +533,8 @@ public final class ShmTransport implements Transport {
         /** Whether its lease and rings were given back (under handOff): by the owner's thread, or by a close left in the map. */
         boolean forgotten;
 
-        Inbound(String leaseName, byte[] senderAddress, LeaseWatch lease) {
+        Inbound(long connection, String leaseName, byte[] senderAddress, LeaseWatch lease) {
+            this.connection = connection;
             this.leaseName = leaseName;
             this.senderAddress = senderAddress;
             this.lease = lease;
@@ -992,25 +995,39 @@ public final class ShmTransport implements Transport {
     /**
      * Releases the rings' room of the kept payloads closed since the last call, up to the oldest
      * still kept of each ring, and unmaps the ring of a forgotten connection once none of its
-     * payloads is kept any more. The owner's thread, at the start of progress().
+     * payloads is kept any more. The owner's thread, at the start of progress(). A ring whose file
+     * was truncated under this worker faults at its release: its connection is refused, the other
+     * rings are released all the same, and the first fault is thrown once they are.
+     *
+     * @throws ConduitException naming the connection of the first ring that faulted
      */
     private void releaseKept() {
         keptReleased = false;
         List<ChunkMapping> unmap = null;
+        List<Inbound> faulted = null;
+        ConduitException failure = null;
         synchronized (handOff) {
             if (closed) return; // the close unmapped every ring
             for (int i = keepingRings.size() - 1; i >= 0; i--) {
                 Inbound in = keepingRings.get(i);
                 while (!in.kept.isEmpty() && in.kept.peekFirst().released) in.kept.pollFirst();
-                if (!in.kept.isEmpty()) {
-                    if (!in.forgotten) in.bounce.release(in.kept.peekFirst().start);
-                    continue;
+                long releaseTo = in.kept.isEmpty() ? in.released : in.kept.peekFirst().start;
+                if (in.kept.isEmpty()) {
+                    in.kept = null;
+                    keepingRings.remove(i);
                 }
-                in.kept = null;
-                keepingRings.remove(i);
                 if (!in.forgotten) {
-                    in.bounce.release(in.released);
-                } else if (in.bounceMapping != null) {
+                    InternalError fault = releaseRing(in, releaseTo);
+                    if (fault != null) {
+                        // Refused once the walk has left the lock (the sink is told of it holding none): the rings of the
+                        // other senders, walked on, are no less theirs for this one's truncation.
+                        if (faulted == null) faulted = new ArrayList<>();
+                        faulted.add(in);
+                        ConduitException unreleased = unreleasedRing(in, fault);
+                        if (failure == null) failure = unreleased;
+                        else failure.addSuppressed(unreleased);
+                    }
+                } else if (in.kept == null && in.bounceMapping != null) {
                     // Its connection ended while payloads were kept, and left the mapping to them (giveBackConnection).
                     releaseBudget(in);
                     if (unmap == null) unmap = new ArrayList<>();
@@ -1024,6 +1041,42 @@ public final class ShmTransport implements Transport {
                 if (!handOverUnmap(mapping)) unmapQuietly(mapping); // closed since: the close no longer saw it
             }
         }
+        if (faulted != null) {
+            for (Inbound in : faulted) refuseRingOf(in);
+            throw failure;
+        }
+    }
+
+    /**
+     * Gives {@code in}'s ring room back up to {@code position} ({@link BounceRing#release}): the
+     * fault of a ring whose file was truncated under this worker, else null. The fault of a
+     * compiled write is made to come out here, not at a later safepoint past the caller's lock.
+     */
+    private InternalError releaseRing(Inbound in, long position) {
+        try {
+            in.bounce.release(position);
+            if (in.ringMayFault) libc.deliverPendingFaults();
+            return null;
+        } catch (InternalError fault) {
+            return fault;
+        }
+    }
+
+    /**
+     * The failure of a ring that faulted as its room was given back ({@link #releaseRing}), naming
+     * its connection, which {@link #refuseRingOf} refuses: its room can no longer be given back,
+     * nor its later large messages read.
+     */
+    private ConduitException unreleasedRing(Inbound in, InternalError fault) {
+        return new ConduitException(plugin + ": could not give back the room of the payloads read from the bounce ring of connection "
+                + Long.toHexString(in.connection) + ": " + MappedMemoryFaults.describe(fault, plugin, "its bounce ring")
+                + "; the connection is refused: its later messages are dropped, and its endpoint fails at the sender's next "
+                + "liveness check", fault);
+    }
+
+    /** Refuses {@code in}'s connection for its ring, unless a refusal or the worker's close forgot it already. */
+    private void refuseRingOf(Inbound in) {
+        if (!closed && inbound.get(in.connection) == in) refuseConnection(in.connection, REFUSED_RING);
     }
 
     /**
@@ -1210,7 +1263,7 @@ public final class ShmTransport implements Transport {
                 }
                 synchronized (handOff) {
                     if (!closed) {
-                        inbound.put(connection, new Inbound(leaseName, senderAddress, watch));
+                        inbound.put(connection, new Inbound(connection, leaseName, senderAddress, watch));
                         return;
                     }
                     // Closed from another thread meanwhile (Conduit.close() past an owner still in this call): the close forgets
@@ -1360,7 +1413,7 @@ public final class ShmTransport implements Transport {
             throw notYet; // the record stays at the head
         } catch (RuntimeException | Error e) {
             // Refused already (it is no longer kept), or the worker closing from another thread, which forgets every connection.
-            if (!closed && inbound.get(connection) == in) refuseConnection(connection, REFUSED_RING);
+            refuseRingOf(in);
             throw e;
         }
     }
@@ -1518,7 +1571,8 @@ public final class ShmTransport implements Transport {
                     + " allows; raise it there, or have senders close the endpoints they no longer use";
             case REFUSED_RING -> "it could not map this connection's bounce ring to read a large message (past its "
                     + ShmTransportConfig.inboundBounceMaxKey(plugin) + ", a failure its progress() named, or the ring's file "
-                    + "truncated under it), and dropped it";
+                    + "truncated under it), and dropped it, or found the ring's file truncated as it gave back the room of payloads it "
+                    + "had read";
             case REFUSED_NOT_KEPT -> "it does not keep this connection (refused, or forgotten as a dead sender's)";
             case REFUSED_BROKEN_PROTOCOL -> "a record of this connection broke the queue protocol (its progress() named it)";
             default -> "for a reason it gave as " + reason;

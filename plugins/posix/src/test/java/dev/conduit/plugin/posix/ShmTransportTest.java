@@ -4108,6 +4108,59 @@ class ShmTransportTest {
     }
 
     /**
+     * Payloads of two senders' rings kept, the ring of the one kept last truncated under the
+     * receiver, both released: the truncated ring's connection is refused, naming it, and the
+     * other sender's ring gets its room back. The release walks the rings from the last kept, and
+     * until 2026-12-07 the truncated ring's fault ended the walk: the room of the rings kept before
+     * it was never given back, and their senders' large messages waited for it for good (the
+     * receiver beats, so no hang was judged).
+     */
+    @Test
+    void aRingTruncatedWhileItsPayloadIsKeptHoldsNoOtherSendersRoom() throws Exception {
+        List<Runnable> releases = new ArrayList<>();
+        Transport[] self = new Transport[1];
+        MessageSink keeping = new MessageSink() {
+            @Override
+            public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                  MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                if (id >= 10) return; // only the first large payload of each sender is kept
+                Runnable release = self[0].keepDelivered();
+                if (release != null) releases.add(release);
+            }
+        };
+        Transport receiver = transport(keeping);
+        self[0] = receiver;
+        TransportEndpoint innocent = connect(transport(new Received(), "posix.bounce.size", "256k"), receiver, cause -> { });
+        Transport truncatingSender = transport(new Received(), "posix.bounce.size", "256k", "posix.liveness.interval", "1ms");
+        AtomicReference<PeerFailedException> refusal = new AtomicReference<>();
+        TransportEndpoint truncating = connect(truncatingSender, receiver, refusal::set);
+        assertThat(sendWhileProgressing(innocent, receiver, 1, bytes(100_000, 1))).isTrue();
+        for (int i = 0; i < 100_000 && releases.isEmpty(); i++) progressOrPause(receiver);
+        List<String> before = ProcessResources.files(shared);
+        assertThat(sendWhileProgressing(truncating, receiver, 2, bytes(100_000, 2))).isTrue();
+        for (int i = 0; i < 100_000 && releases.size() < 2; i++) progressOrPause(receiver);
+        assertThat(releases).as("both payloads, kept").hasSize(2);
+        List<String> ring = ProcessResources.files(shared).stream().filter(name -> !before.contains(name)).toList();
+        assertThat(ring).as("the truncating sender's ring").hasSize(1);
+        try (var channel = java.nio.channels.FileChannel.open(shared.resolve(ring.getFirst()), java.nio.file.StandardOpenOption.WRITE)) {
+            channel.truncate(0);
+        }
+
+        releases.forEach(Runnable::run);
+        assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("could not give back the room of the payloads read from the bounce ring of connection")
+                .hasMessageContaining("its bounce ring was truncated by another process while mapped here")
+                .hasMessageContaining("the connection is refused");
+        untilFailed(truncatingSender, refusal);
+        assertThat(refusal.get().reason()).isEqualTo(PeerFailedException.Reason.REFUSED);
+        assertThat(refusal.get()).hasMessageContaining("found the ring's file truncated as it gave back the room of payloads it had read");
+        // The innocent ring holds 256 KiB: two more payloads of 100,000 bytes fit only once the kept one's room is back.
+        assertThat(sendWhileProgressing(innocent, receiver, 10, bytes(100_000, 10))).isTrue();
+        assertThat(sendWhileProgressing(innocent, receiver, 11, bytes(100_000, 11))).as("the innocent sender's second payload after the release")
+                .isTrue();
+    }
+
+    /**
      * An endpoint that closes while the peer's queue is full sends its CLOSE later, as it
      * progresses, so that the peer releases its side of the connection (its watch of the sender's
      * lease, its mapping of the bounce ring) while the sender lives on. It used to give up after
