@@ -177,11 +177,11 @@ final class ShmEndpoint implements TransportEndpoint {
 
     private boolean send(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                          MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
-        if (!ready()) return noRoom();
+        if (!ready()) return noQueueRoom();
         if (headerLength + payloadLength <= inlineMaximum) {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength + payloadLength);
             long offset = peer.claim(length, connection);
-            if (offset < 0) return noRoom();
+            if (offset < 0) return noQueueRoom();
             MemorySegment q = peer.memory();
             try {
                 writeMessageFields(q, offset, id, headerLength, payloadLength);
@@ -204,14 +204,14 @@ final class ShmEndpoint implements TransportEndpoint {
             peer.commit(offset, length, ReceiveQueue.MSG);
             return sent();
         }
-        if (!bounceReady()) return noRoom();
+        if (!bounceReady()) return noQueueRoom();
         long before = bounce.position();
         long bounceOffset = bounce.reserve(payloadLength);
         if (bounceOffset < 0) return noRingRoom();
         int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + headerLength);
         if (!peer.hasRoomFor(length)) {
             bounce.rollback(before);
-            return noRoom();
+            return noQueueRoom();
         }
         try {
             // Before the claim (see "Large messages" above): a claimed record stops the peer's head, and every sender's
@@ -227,7 +227,7 @@ final class ShmEndpoint implements TransportEndpoint {
             // from its local queue), copying it again: that costs a copy per room lost between the look and the claim, and
             // never one per retry while the queue stays full (the look finds it full first).
             bounce.rollback(before);
-            return noRoom();
+            return noQueueRoom();
         }
         postLarge(offset, length, id, headerBuffer, headerOffset, headerLength, payloadLength, bounceOffset, before);
         return sent();
@@ -378,11 +378,8 @@ final class ShmEndpoint implements TransportEndpoint {
             holding = true;
         }
         transport.holding(this);
-        // It waits for the queue, not the ring (a refused send before may have waited for the ring's room): the room it
-        // reserved is unreleased until its record is read, which a liveness check must not take for a ring the peer read
-        // past without releasing (ringRefused).
-        waitingForRing = false;
-        noRoom(); // a peer that makes no progress while this waits is judged hung, as for any send that waits on its queue
+        // A peer that makes no progress while this waits is judged hung, as for any send that waits on its queue.
+        noQueueRoom();
     }
 
     /**
@@ -399,7 +396,7 @@ final class ShmEndpoint implements TransportEndpoint {
             int length = ReceiveQueue.recordLength(ReceiveQueue.RECORD_HEADER + heldHeaderLength);
             long offset = peer.claim(length, connection);
             if (offset < 0) {
-                noRoom();
+                noQueueRoom();
                 return false;
             }
             // A fault keeps the ring's room: the endpoint fails (sendFault), and its ring serves nothing more.
@@ -479,7 +476,7 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     private long noRoomEncoded() {
-        noRoom();
+        noQueueRoom();
         return -1;
     }
 
@@ -570,10 +567,23 @@ final class ShmEndpoint implements TransportEndpoint {
     /** No room in our bounce ring: the peer has not released enough of it yet. */
     private boolean noRingRoom() {
         waitingForRing = true;
-        return noRoom();
+        return waiting();
     }
 
-    private boolean noRoom() {
+    /**
+     * No room in the peer's queue (for a record, a large message's included, or a control record):
+     * a liveness check that judges the peer hung names the queue, not the ring a send before may
+     * have waited for, and does not look for a ring the peer read past without releasing it
+     * ({@link #ringRefused}): the room that ring lacked may be back, or held by a large message
+     * that waits for the queue ({@link #hold}).
+     */
+    private boolean noQueueRoom() {
+        waitingForRing = false;
+        return waiting();
+    }
+
+    /** A send refused for room: from the first of a run, the peer that makes no progress for heartbeat.timeout is hung. */
+    private boolean waiting() {
         if (waitingSince == 0) {
             waitingSince = System.nanoTime();
             lastHeartbeat = peer.heartbeat();

@@ -4161,6 +4161,35 @@ class ShmTransportTest {
     }
 
     /**
+     * A large send that waited for room in its bounce ring, then, once the receiver released the
+     * ring, waits for room in the receiver's full queue, is judged hung naming the queue. Until
+     * 2026-12-07 the queue's wait left the ring's mark as the ring's wait set it (only a send that
+     * went cleared it), and the failure named the ring ("this connection's bounce ring stayed
+     * full"), sending the operator to bounce.size when the queue was full.
+     */
+    @Test
+    void aSendThatWaitsForTheQueueAfterWaitingForItsRingIsJudgedHungNamingTheQueue() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received(), "posix.bounce.size", "64k", "posix.liveness.interval", "1ms",
+                "posix.heartbeat.timeout", "50ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(40_000, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(40_000, 2))).as("a second payload the 64 KiB ring has no room for").isFalse();
+        receive(receiver, received, 1); // released: the ring is empty again
+        TransportEndpoint other = connect(transport(new Received()), receiver, cause -> { });
+        int filled = 0;
+        while (other.trySend(3, MemorySegment.NULL, bytes(8, 3))) filled++;
+        assertThat(filled).as("small messages that fill the receiver's queue").isPositive();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(40_000, 2))).as("the payload, now waiting for the queue").isFalse();
+
+        untilFailed(sender, failure); // the receiver makes no progress from here on
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.HUNG);
+        assertThat(failure.get()).hasMessageContaining("its queue stayed full");
+    }
+
+    /**
      * An endpoint that closes while the peer's queue is full sends its CLOSE later, as it
      * progresses, so that the peer releases its side of the connection (its watch of the sender's
      * lease, its mapping of the bounce ring) while the sender lives on. It used to give up after
