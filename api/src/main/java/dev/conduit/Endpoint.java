@@ -33,7 +33,10 @@ import java.lang.foreign.MemorySegment;
  * died they are lost with it. Over memfd and posix the failure's message counts those of them the
  * peer never read, always the last ones sent (for a peer judged hung, which lives: those still
  * unread in its queue, delivered if it resumes, counting those the progress() call it stalled in had
- * taken already), so that a failover knows how many to send again
+ * taken already; when the connection's first large message is among them, the peer has not mapped
+ * its bounce ring yet, which the endpoint's release frees, so that message and every later one may
+ * be dropped, and the failure says so),
+ * so that a failover knows how many to send again
  * (docs/runtime.md, "Failure"). A peer may also refuse the connection (over memfd and posix: it keeps
  * {@code <plugin>.inbound.max} connections already, cannot map the connection's bounce ring, or
  * found a record of it that breaks the protocol; the failure says which, or that it does not keep

@@ -197,6 +197,15 @@ public final class BounceRing {
         return (byte) BYTE.getVolatile(memory, length > 0 ? offset + length - 1 : CONSUMED_OFFSET);
     }
 
+    /**
+     * Sender side: whether the receiver has handled a large message of this ring, which it maps
+     * the ring for (its first release or mark of what it read moves a word off 0). One whose
+     * payloads were all empty is not told from a receiver that never mapped it.
+     */
+    public boolean receiverHandledAny() {
+        return (long) LONG.getAcquire(memory, CONSUMED_OFFSET) != 0 || (long) LONG.getAcquire(memory, READ_OFFSET) != 0;
+    }
+
     /** Sender side: whether the receiver released every payload reserved so far. */
     public boolean drained() {
         return (long) LONG.getAcquire(memory, CONSUMED_OFFSET) - produced >= 0; // past it: see reserve; nothing to wait for

@@ -773,11 +773,25 @@ final class ShmEndpoint implements TransportEndpoint {
             String held = "; the last message sent on this endpoint, a large one whose record never found room in its queue, is lost";
             return unread == 0 ? held : held + ", and " + (unread == 1 ? "the one" : "the " + unread) + " before it "
                     + (unread == 1 ? "is" : "are") + " unread in its queue" + OR_TAKEN_BY_THE_CALL_IT_STALLED_IN
-                    + ": delivered if it resumes, lost if it dies";
+                    + ": delivered if it resumes, lost if it dies" + unreadLargeWithoutItsRing();
         }
         if (unread == 0) return READ_EVERY_MESSAGE;
         return "; " + theLast(unread, "this endpoint", "is", "are") + " unread in its queue" + OR_TAKEN_BY_THE_CALL_IT_STALLED_IN
-                + ": delivered if it resumes, lost if it dies";
+                + ": delivered if it resumes, lost if it dies" + unreadLargeWithoutItsRing();
+    }
+
+    /**
+     * What a hung peer that resumes may still drop of the unread messages {@link #unreadWhileHung}
+     * counts: the close of a failed endpoint (the runtime's, as it reports the failure) does not
+     * wait for the peer to read its ring ({@link #awaitsDrain}) and frees it, and a peer that had
+     * not mapped it yet (the connection's first large message is among them) cannot, so it refuses
+     * the connection there. A peer that mapped it keeps its mapping, and delivers them.
+     */
+    private String unreadLargeWithoutItsRing() {
+        if (bounce == null || peerReadPastLastLarge() || bounce.receiverHandledAny()) return "";
+        return "; but the first large one among them and every one after it may be dropped even if it resumes: it has not mapped "
+                + "this connection's bounce ring yet, and this endpoint's close (the runtime's, as it reports this failure) frees the "
+                + "ring without waiting for it, so that it refuses the connection there";
     }
 
     /**

@@ -5624,6 +5624,49 @@ class ShmTransportTest {
     }
 
     /**
+     * A peer judged hung before it mapped the connection's bounce ring (its first large message
+     * unread) is said to drop that message and every later one even if it resumes: the failed
+     * endpoint's close frees the ring without waiting for it, and the resumed peer, which cannot map
+     * it then, refuses the connection. Until 2026-12-07 the failure said they were all "delivered if
+     * it resumes".
+     */
+    @Test
+    void aPeerJudgedHungBeforeItMappedTheRingIsToldItMayDropTheLargeMessagesItHasNotRead() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transport(new Received(), "posix.bounce.size", "64k", "posix.liveness.interval", "1ms",
+                "posix.heartbeat.timeout", "20ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(40_000, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(40_000, 2))).as("a second payload the 64 KiB ring has no room for").isFalse();
+        Path ring;
+        try (var files = Files.list(shared)) {
+            ring = files.filter(f -> f.toFile().length() == 4096 + (64 << 10)).findFirst().orElseThrow();
+        }
+
+        untilFailed(sender, failure); // the receiver makes no progress: it never maps the ring
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.HUNG);
+        assertThat(failure.get()).hasMessageContaining("the last message sent on this endpoint is unread in its queue")
+                .hasMessageContaining("but the first large one among them and every one after it may be dropped even if it resumes: it "
+                        + "has not mapped this connection's bounce ring yet");
+        ep.close(); // the peer's queue has room for CLOSE: the ring is freed, on the sender's mapping thread
+        for (int i = 0; i < 10_000 && Files.exists(ring); i++) {
+            sender.progress();
+            LockSupport.parkNanos(100_000);
+        }
+        assertThat(ring).as("hang guard: the freed ring's file").doesNotExist();
+        for (int i = 0; i < 1000; i++) {
+            try {
+                progressOrPause(receiver);
+            } catch (ConduitException dropped) {
+                // the large message whose ring is gone: what the failure said may happen
+            }
+        }
+        assertThat(received.ids).as("the resumed peer's deliveries").isEmpty();
+    }
+
+    /**
      * A failed endpoint looks at its peer's lease at every liveness check until the peer goes (to
      * release its ring then); a look that keeps failing (ENOLCK here) was logged at every check,
      * 50 times a second at the default interval: now once a minute.
