@@ -149,7 +149,13 @@ final class MemfdProvider implements MemoryProvider {
         try {
             OwnerLease.reclaimDeadOrWarn(libc, directory, FdProtocol.FILE_PREFIX, context.logger());
             OwnerLease lease = OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX, context.logger());
-            return new MemfdProvider(libc, mode, pageSize, directory, lease, allowedUids, serverTimeoutNanos, context.logger());
+            try {
+                return new MemfdProvider(libc, mode, pageSize, directory, lease, allowedUids, serverTimeoutNanos, context.logger());
+            } catch (RuntimeException | Error e) {
+                // Left locked, the lease would pass for a live owner's to every reclaim and conduit info.
+                Cleanup.run(e, lease::close);
+                throw e;
+            }
         } catch (RuntimeException | Error e) {
             try {
                 directory.close();

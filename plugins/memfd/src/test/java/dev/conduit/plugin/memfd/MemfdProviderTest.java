@@ -1,5 +1,6 @@
 package dev.conduit.plugin.memfd;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
@@ -277,6 +278,27 @@ class MemfdProviderTest {
             assertThatThrownBy(() -> two.export(chunk)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("another provider");
             assertThatThrownBy(() -> two.free(chunk)).isInstanceOf(IllegalArgumentException.class);
         }
+    }
+
+    /**
+     * An open that fails once it holds its lease gives the lease up, as posix's open does: the
+     * provider is built after OwnerLease.acquire, outside any cleanup of it, so a failure there (the
+     * fstat of the shared directory's descriptor that DirectoryIdentity.of makes: EIO, or ESTALE on
+     * NFS) closed the directory alone, and the lease file stayed in the shared directory, locked by
+     * a descriptor nobody closes, until the process exits.
+     */
+    @Test
+    void anOpenThatFailsOnceItHoldsItsLeaseLeavesNoLeaseNorDescriptor() {
+        try (MemoryProvider warmUp = plugin.openMemoryProvider(TestContext.of(shared))) {
+            warmUp.allocate(SIZE);
+        }
+        long fdsBefore = Leaks.openFds();
+        Libc fstatFails = FailingLibc.failing("fstat", Errno.EIO);
+
+        assertThatThrownBy(() -> MemfdProvider.open(fstatFails, TestContext.of(shared))).hasMessageContaining("EIO");
+
+        assertThat(Leaks.files(shared)).as("the lease of the provider that failed to open").isEmpty();
+        assertThat(Leaks.openFds()).isEqualTo(fdsBefore);
     }
 
     @Test
