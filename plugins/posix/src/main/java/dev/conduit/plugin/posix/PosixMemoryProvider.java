@@ -343,7 +343,13 @@ final class PosixMemoryProvider implements MemoryProvider {
      * @throws IllegalStateException    if the chunk was freed already; or if another thread still
      *                                  uses its memory (a native call on it): its file is removed
      *                                  then, so its export is revoked, but the chunk stays allocated
-     *                                  until a later free, or the close, unmaps it
+     *                                  until a later free, or the close, unmaps it; should the
+     *                                  removal have failed too, its {@code ConduitException} is
+     *                                  suppressed in this one, and the file stays until a later free
+     *                                  removes it
+     * @throws ConduitException         if the chunk's file cannot be removed (naming it, the errno and
+     *                                  the remedy): the chunk is unmapped and freed all the same, but
+     *                                  its export imports until the close removes the file
      * @throws IllegalArgumentException if the chunk is not this provider's
      */
     @Override
@@ -381,13 +387,24 @@ final class PosixMemoryProvider implements MemoryProvider {
                 + directory.path() + ")");
     }
 
-    /** Unlinks first: revoking the export matters even if unmapping fails (a thread still inside a native call on it). */
+    /**
+     * Unlinks first: revoking the export matters even if unmapping fails (a thread still inside a
+     * native call on it). An unlink that fails still unmaps, and its failure goes into the unmap's
+     * refusal, which the runtime retries on, rather than being lost to it.
+     */
     private void release(PosixChunk chunk) {
         try {
             directory.remove(chunk.fileName());
-        } finally {
-            chunk.mapping().close();
+        } catch (RuntimeException | Error removal) {
+            try {
+                chunk.mapping().close();
+            } catch (RuntimeException | Error unmap) {
+                unmap.addSuppressed(removal);
+                throw unmap;
+            }
+            throw removal;
         }
+        chunk.mapping().close();
     }
 
     /**

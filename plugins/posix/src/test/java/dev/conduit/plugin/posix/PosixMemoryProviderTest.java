@@ -387,6 +387,42 @@ class PosixMemoryProviderTest {
         assertThat(ProcessResources.files(shared)).isEmpty();
     }
 
+    /**
+     * A free that can neither remove the chunk's file (EACCES: the directory's permissions changed) nor unmap the chunk
+     * (another thread inside a native call on it) says both. release removes in a try and unmaps in its finally, so the
+     * unmap's IllegalStateException replaced the removal's ConduitException, which was lost, not even suppressed: the
+     * caller read only that the memory is in use, which free's javadoc says comes with the file removed and the export
+     * revoked, while the file, and every import of its export, stayed. The chunk stays allocated, and the free the runtime
+     * retries removes the file as it unmaps.
+     */
+    @Test
+    void aFreeThatCanNeitherRemoveTheFileNorUnmapTheChunkSaysBothAndItsRetryRemovesTheFile() throws Exception {
+        java.util.concurrent.atomic.AtomicBoolean refusing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Libc libc = FailingLibc.failingFor("unlinkat", dev.conduit.linux.Errno.EACCES,
+                args -> refusing.get() && ((String) args[1]).endsWith(PosixMemoryProvider.CHUNK_SUFFIX));
+        MemoryProvider provider = PosixMemoryProvider.open(TestContext.of(shared), libc);
+        try (SocketPair pair = Linux.libc().socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Chunk busy = provider.allocate(provider.pageSize());
+            Thread reader = Thread.ofPlatform().start(() -> Linux.libc().read(pair.first(), busy.segment().asSlice(0, 1)));
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
+
+            Throwable thrown = org.assertj.core.api.Assertions.catchThrowable(() -> provider.free(busy));
+
+            Linux.libc().write(pair.second(), arena.allocate(1));
+            reader.join();
+            assertThat(chunkFiles()).as("the file, which the removal left").hasSize(1);
+            assertThat(thrown).isInstanceOf(IllegalStateException.class);
+            assertThat(thrown.getSuppressed()).as("the removal's failure").singleElement().asString()
+                    .contains("cannot remove " + shared.resolve(chunkFiles().getFirst())).contains("EACCES");
+            refusing.set(false);
+            provider.free(busy);
+            assertThat(chunkFiles()).as("the file, which the retried free removed").isEmpty();
+        } finally {
+            refusing.set(false);
+            provider.close();
+        }
+    }
+
     /** The same chunk, still in use when the provider closed: the close that comes after the call unmaps it. */
     @Test
     void aChunkThatAFreeCouldNotUnmapIsUnmappedByTheClose() throws Exception {
