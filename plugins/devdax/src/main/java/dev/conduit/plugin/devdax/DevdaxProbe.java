@@ -51,8 +51,11 @@ final class DevdaxProbe {
     private final Path devRoot;
     private final Sysfs sysfs;
     private final Path procLocks;
-    /** Why each device inspected leaves a provider nothing to allocate, by alias ({@link DevdaxProvider#tooSmall}). */
-    private final Map<String, String> tooSmall = new HashMap<>();
+    /**
+     * Why each device of the table leaves a provider nothing to allocate, by alias: too small at its
+     * alignment ({@link DevdaxProvider#tooSmall}), or unusable (why {@link #inspect} failed).
+     */
+    private final Map<String, String> cannotAllocate = new HashMap<>();
 
     DevdaxProbe(Path devRoot, Sysfs sysfs, Path procLocks) {
         this.devRoot = devRoot;
@@ -76,9 +79,9 @@ final class DevdaxProbe {
         long fileAlignment = providerSettings(config, details);
         Availability found = table.isEmpty() ? probeDevDirectory(libc, fileAlignment, details) : probeTable(libc, table, fileAlignment, details);
         String provider = providerAlias(config);
-        String providerTooSmall = provider == null ? null : tooSmall.get(provider);
+        String providerCannotAllocate = provider == null ? null : cannotAllocate.get(provider);
         // Imports from the other devices still work: only allocating is ruled out here.
-        return found.isAvailable() && providerTooSmall != null ? found.without(Capability.MEMORY, providerTooSmall) : found;
+        return found.isAvailable() && providerCannotAllocate != null ? found.without(Capability.MEMORY, providerCannotAllocate) : found;
     }
 
     private static String providerAlias(Config config) {
@@ -118,6 +121,7 @@ final class DevdaxProbe {
             } catch (ConduitException e) {
                 details.put("alias " + alias.getKey(), "unusable: " + e.getMessage());
                 problems.add(alias.getKey() + ": " + e.getMessage());
+                cannotAllocate.put(alias.getKey(), e.getMessage());
             }
         }
         if (problems.size() == table.size()) {
@@ -185,7 +189,7 @@ final class DevdaxProbe {
             }
             long alignment = device.kind() == Device.Kind.DEVICE_DAX ? device.mapUnit() : fileAlignment;
             String small = DevdaxProvider.tooSmall(device, Layout.Geometry.of(device.size(), alignment));
-            if (small != null) tooSmall.put(alias, small);
+            if (small != null) cannotAllocate.put(alias, small);
             Mapper.Mapped first;
             try {
                 first = Mapper.mapPreferringSync(libc, device.fd(), 0, device.mapUnit(), MmapFlags.PROT_READ, arena);

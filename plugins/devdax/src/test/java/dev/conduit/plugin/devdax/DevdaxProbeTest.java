@@ -98,6 +98,26 @@ class DevdaxProbeTest {
         assertThat(roomy.unsupportedHere()).isEmpty();
     }
 
+    /**
+     * A provider device that cannot be used at all rules memory out here, as one too small does, while another device
+     * of the table keeps imports available: the probe rules memory out only for a device too small (DevdaxProbe#probe
+     * looks the provider's alias up in tooSmall alone), so conduit info showed devdax available with memory over a
+     * provider device that does not open, and only pool("devdax") failed, naming it.
+     */
+    @Test
+    void aProviderDeviceThatCannotBeUsedRulesMemoryOutButNotImports() {
+        Path missing = dir.resolve("missing.img");
+        Path other = Fixtures.deviceFile(dir, "other.img", 32 * MIB);
+        TestContext context = TestContext.of("devdax.devices", "pmem0=" + missing + ",pmem1=" + other, "devdax.device", "pmem0");
+        assertThatThrownBy(() -> plugin().openMemoryProvider(context)).hasMessageStartingWith("cannot open device " + missing);
+
+        Availability availability = plugin().probe(context);
+
+        assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+        assertThat(availability.unsupportedHere()).containsOnlyKeys(Capability.MEMORY);
+        assertThat(availability.unsupportedHere().get(Capability.MEMORY)).contains("cannot open device " + missing);
+    }
+
     /** The remedy for a damaged layout named the key as "on.start", which no source knows: neither the property nor the variable. */
     @Test
     void aDamagedLayoutIsDescribedNamingTheKeyThatRewritesIt() {
