@@ -131,7 +131,10 @@ final class Device implements AutoCloseable {
         String key = DevdaxConfig.DEVICES.nameAndVariable();
         return switch (e.errno()) {
             case Errno.ENOENT -> "it does not exist here: fix the alias in " + key + " (each process names the path where it sees the device)";
-            case Errno.EACCES, Errno.EPERM, Errno.EROFS -> "this process (uid " + Integer.toUnsignedString(libc.geteuid()) + ") may not open it "
+            // Only an open for writing meets it, and no permission of the device's makes the mount writable.
+            case Errno.EROFS -> "it lies on a read-only mount: remount it read-write (in a container, bind-mount it with :rw), "
+                    + "or fix the alias in " + key;
+            case Errno.EACCES, Errno.EPERM -> "this process (uid " + Integer.toUnsignedString(libc.geteuid()) + ") may not open it "
                     + (writable ? "for reading and writing" : "for reading")
                     + ": grant access to the device (its group, a udev rule, or the container's device cgroup), or fix " + key;
             case Errno.ENXIO, Errno.ENODEV -> UNBOUND;

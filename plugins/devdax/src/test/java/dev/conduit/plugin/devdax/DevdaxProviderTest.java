@@ -439,6 +439,24 @@ class DevdaxProviderTest {
         });
     }
 
+    /**
+     * A device the provider cannot open for writing because its file system is mounted read-only (EROFS: a file that
+     * stands in for a device on a container's :ro bind mount) is told so. Device.openRemedy groups EROFS with EACCES and
+     * EPERM, and the remedy sent the user to grant access to the device (its group, a udev rule, the container's device
+     * cgroup), none of which makes a read-only mount writable.
+     */
+    @Test
+    void aDeviceOnAReadOnlyMountIsNamedAsSuchNotAsAnAccessProblem() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        Libc libc = FailingLibc.failing("open", Errno.EROFS, args -> device.toString().equals(args[0]));
+        assertThatThrownBy(() -> DevdaxProvider.open(libc, Fixtures.device("pmem0", device), Sysfs.SYSTEM, LockHolders.PROC_LOCKS))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageContaining("cannot open device " + device + " (alias 'pmem0')")
+                .hasMessageContaining("EROFS")
+                .hasMessageContaining("it lies on a read-only mount: remount it read-write")
+                .hasMessageNotContaining("udev rule");
+    }
+
     @Test
     void unusableDevicesAreRefusedWithTheReasonAndTheRemedy() throws Exception {
         Path missing = dir.resolve("missing.img");
