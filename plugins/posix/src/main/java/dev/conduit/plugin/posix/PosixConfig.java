@@ -53,13 +53,15 @@ final class PosixConfig {
      */
     static PosixConfig of(PluginContext context) {
         Path dedicated = context.config().get(DIR);
+        // Resolved as the runtime resolves shared.dir: a message naming a relative path says nothing outside the working directory.
+        if (dedicated != null) dedicated = dedicated.toAbsolutePath();
         Path directory = dedicated != null ? dedicated : context.sharedDirectory();
         String keys = dedicated != null ? DIR.nameAndVariable()
                 : SHARED_DIR_KEY + " or " + DIR.nameAndVariable();
         return new PosixConfig(directory, dedicated != null, keys, UserNamespace.uids(context.config().get(TRUSTED_UIDS)));
     }
 
-    /** The directory of chunk files as this process sees it. */
+    /** The directory of chunk files as this process sees it, absolute: a relative {@code posix.dir} is the working directory's. */
     Path directory() {
         return directory;
     }

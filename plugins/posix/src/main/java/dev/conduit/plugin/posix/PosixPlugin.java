@@ -53,7 +53,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * <tr><td>{@code shared.dir} (runtime)</td><td>{@code CONDUIT_SHARED_DIR}</td><td>{@code /dev/shm}</td>
  *     <td>the shared directory; chunk files live there unless {@code posix.dir} is set</td></tr>
  * <tr><td>{@code posix.dir}</td><td>{@code CONDUIT_POSIX_DIR}</td><td>unset</td>
- *     <td>another directory for chunk files, as this process sees it (e.g. a bind mount)</td></tr>
+ *     <td>another directory for chunk files, as this process sees it (e.g. a bind mount); a relative
+ *     path is the working directory's, resolved as {@code shared.dir} is</td></tr>
  * <tr><td>{@code posix.trusted.uids}</td><td>{@code CONDUIT_POSIX_TRUSTED_UIDS}</td><td>empty</td>
  *     <td>users besides this one whose chunk files the importer maps</td></tr>
  * </table>

@@ -180,4 +180,21 @@ class DirectoryProbeTest {
         assertThat(availability.isAvailable()).isFalse();
         assertThat(availability.reason()).contains("'alice'").contains("CONDUIT_POSIX_TRUSTED_UIDS");
     }
+
+    /**
+     * A relative posix.dir names the directory itself, as a relative shared.dir does (ConduitRuntime resolves that one
+     * once, "so that the plugins and every message they write name the directory itself"): PosixConfig.of took posix.dir
+     * as given, so conduit info's directory, the provider's messages and its INFO on a written-back file system named
+     * "shm" or "../x", which say nothing to whoever reads them outside the process's working directory.
+     */
+    @Test
+    void aRelativePosixDirIsNamedByItsAbsolutePathAsARelativeSharedDirIs() {
+        Path relative = Path.of("").toAbsolutePath().relativize(shared);
+        TestContext context = TestContext.of(shared, java.util.Map.of("posix.dir", relative.toString()));
+
+        assertThat(plugin.probe(context).details().get("directory")).isEqualTo(relative.toAbsolutePath().toString());
+        try (PosixMemoryProvider provider = PosixMemoryProvider.open(context)) {
+            assertThat(provider.directory()).isAbsolute().isEqualTo(relative.toAbsolutePath());
+        }
+    }
 }
