@@ -94,7 +94,11 @@ final class Extents {
         takeOut(range, offset, length);
     }
 
-    /** Returns {@code [offset, offset + length)}, merging it with free neighbours. */
+    /**
+     * Returns {@code [offset, offset + length)}, merging it with free neighbours.
+     *
+     * @throws IllegalArgumentException if any of it is free already; the free ranges are left as they were
+     */
     void give(long offset, long length) {
         long start = offset;
         long end = offset + length;
@@ -102,13 +106,14 @@ final class Extents {
         if (before != null && before.getKey() + before.getValue() > offset) {
             throw new IllegalArgumentException("range [" + offset + ", " + end + ") is free already");
         }
-        if (before != null && before.getKey() + before.getValue() == offset) {
-            start = before.getKey();
-            free.remove(start);
-        }
+        // Both checks before any merge: a refusal after one would drop the merged neighbour from the map.
         Map.Entry<Long, Long> after = free.ceilingEntry(offset);
         if (after != null && after.getKey() < end) {
             throw new IllegalArgumentException("range [" + offset + ", " + end + ") overlaps a free range");
+        }
+        if (before != null && before.getKey() + before.getValue() == offset) {
+            start = before.getKey();
+            free.remove(start);
         }
         if (after != null && after.getKey() == end) {
             end += after.getValue();

@@ -78,4 +78,23 @@ class ExtentsTest {
         assertThat(extents.freeBytes()).isEqualTo(80);
         assertThat(extents.ranges()).isEqualTo(2);
     }
+
+    /**
+     * A give refused for running into the free range after it must leave the free range before it,
+     * which it touches, as it was: the merge took that one out of the map before the overlap was
+     * found, so the refusal dropped [0, 40) for good (never handed out again) while freeBytes still
+     * counted it.
+     */
+    @Test
+    void aGiveRefusedForOverlappingTheNextFreeRangeKeepsThePreviousOneItTouches() {
+        Extents extents = new Extents(0, 100);
+        extents.reserve(40, 20);
+        assertThatThrownBy(() -> extents.give(40, 30)).as("[40, 70) runs into [60, 100)")
+                .isInstanceOf(IllegalArgumentException.class).hasMessage("range [40, 70) overlaps a free range");
+        assertThat(extents.ranges()).as("[0, 40) and [60, 100), as before").isEqualTo(2);
+        assertThat(extents.largest()).isEqualTo(40);
+        assertThat(extents.freeBytes()).isEqualTo(80);
+        extents.startAt(0);
+        assertThat(extents.take(40)).as("[0, 40) is still free").isZero();
+    }
 }
