@@ -193,8 +193,9 @@ final class FdServer implements AutoCloseable {
             }
             FdServer server = new FdServer(libc, directory, name, path, procSelfFd, listener, stop, allowedUids, timeoutNanos, lease,
                     logger);
-            server.thread.start();
             logger.log(DEBUG, () -> "memfd fd server listening on " + path);
+            // Last: a failure after it would close, under the running thread, the descriptors it polls.
+            server.thread.start();
             return server;
         } catch (RuntimeException | Error e) {
             if (stop != null) {

@@ -599,6 +599,42 @@ class FdServerTest {
     }
 
     /**
+     * A start that fails once the server's thread could run (a logger that throws on its DEBUG
+     * "listening on") leaves no thread: the thread was started before that log, so the start's
+     * cleanup closed the listener and the stop eventfd under it, and it polled the closed numbers
+     * (or whatever files the process gave them next) for the life of the process. The provider
+     * starts a server again at its next export.
+     */
+    @Test
+    void aServerWhoseStartFailsAfterItsSetUpLeavesNoThreadAndTheNextExportStartsOne() {
+        java.util.concurrent.atomic.AtomicBoolean throwing = new java.util.concurrent.atomic.AtomicBoolean();
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        System.Logger throwingOnDebug = (System.Logger) java.lang.reflect.Proxy.newProxyInstance(System.Logger.class.getClassLoader(),
+                new Class<?>[] {System.Logger.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("log") && args[0] == System.Logger.Level.DEBUG && throwing.get()) {
+                        throw new IllegalStateException("the logger failed (injected)");
+                    }
+                    try {
+                        return method.invoke(recording, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (MemfdProvider provider = MemfdProvider.open(libc, new TestContext(Map.of(), shared, throwingOnDebug))) {
+            Chunk chunk = provider.allocate(SIZE);
+            throwing.set(true);
+
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> provider.export(chunk)).hasMessage("the logger failed (injected)");
+
+            assertThat(Leaks.serverThreads()).as("the server's thread").isEmpty();
+            throwing.set(false);
+            provider.export(chunk);
+            assertThat(provider.server().thread().isAlive()).isTrue();
+        }
+        assertThat(Leaks.serverThreads()).isEmpty();
+    }
+
+    /**
      * Where /proc does not show this process, the socket is chmodded by name only in a directory
      * where no other user can replace it: a sticky one (as /dev/shm) works, one others may write
      * that is not sticky fails the start naming /proc and chmod +t. It chmodded by name in either.
