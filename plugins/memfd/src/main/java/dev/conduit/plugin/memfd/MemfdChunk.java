@@ -13,13 +13,16 @@ import java.lang.foreign.MemorySegment;
  */
 final class MemfdChunk implements Chunk {
 
+    /** The provider that allocated it: only its chunks are freed without a word once it closed. */
+    private final MemfdProvider provider;
     private final FileDescriptor memfd;
     private final Arena arena;
     private final MemorySegment segment;
     /** The export payload once exported; guarded by the provider. */
     private byte[] payload;
 
-    MemfdChunk(FileDescriptor memfd, Arena arena, MemorySegment segment) {
+    MemfdChunk(MemfdProvider provider, FileDescriptor memfd, Arena arena, MemorySegment segment) {
+        this.provider = provider;
         this.memfd = memfd;
         this.arena = arena;
         this.segment = segment;
@@ -28,6 +31,10 @@ final class MemfdChunk implements Chunk {
     @Override
     public MemorySegment segment() {
         return segment;
+    }
+
+    MemfdProvider provider() {
+        return provider;
     }
 
     FileDescriptor memfd() {

@@ -184,7 +184,7 @@ final class MemfdProvider implements MemoryProvider {
             FileDescriptor memfd = create(size);
             Arena arena = Arena.ofShared();
             try {
-                chunk = new MemfdChunk(memfd, arena, libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
+                chunk = new MemfdChunk(this, memfd, arena, libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
             } catch (ErrnoException e) {
                 arena.close();
                 memfd.closeAfter(e);
@@ -214,7 +214,7 @@ final class MemfdProvider implements MemoryProvider {
             libc.addSeals(memfd, Seals.FIXED_SIZE);
             libc.fallocate(memfd, 0, size);
             arena = Arena.ofShared();
-            return new MemfdChunk(memfd, arena, libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
+            return new MemfdChunk(this, memfd, arena, libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
         } catch (ErrnoException e) {
             if (arena != null) arena.close();
             if (memfd != null) memfd.closeAfter(e);
@@ -362,14 +362,18 @@ final class MemfdProvider implements MemoryProvider {
 
     /**
      * Revokes the chunk's token, unmaps it here and closes its memfd. Importers that already hold
-     * the descriptor or a mapping keep them; new imports get "export gone".
+     * the descriptor or a mapping keep them; new imports get "export gone". After {@link #close()},
+     * which freed every chunk, this does nothing for a chunk of this provider, as posix's and
+     * devdax's free.
      *
-     * @throws IllegalArgumentException if {@code chunk} is not a live chunk of this provider
+     * @throws IllegalArgumentException if {@code chunk} is not a live chunk of this provider (before its close: freed
+     *                                  already; at any time: another provider's)
      * @throws IllegalStateException    if another thread still uses the chunk's memory (a futex wait on
      *                                  it, say): the chunk is then still allocated, but no longer exported
      */
     @Override
     public synchronized void free(Chunk chunk) {
+        if (closed && chunk instanceof MemfdChunk own && own.provider() == this) return;
         MemfdChunk memfdChunk = live(chunk, "free");
         release(memfdChunk);
         chunks.remove(memfdChunk);

@@ -29,6 +29,7 @@ import java.util.Map;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The provider alone: chunks, exports, free, close, and what it leaves in the shared directory. */
@@ -327,6 +328,29 @@ class MemfdProviderTest {
         assertThat(Leaks.openFds()).isEqualTo(fdsBefore);
         assertThatThrownBy(() -> kept.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
         assertThatThrownBy(() -> provider.allocate(SIZE)).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
+    }
+
+    /**
+     * A free after the provider's close, which freed every chunk, does nothing, as posix's and devdax's do; a chunk of
+     * another provider is refused all the same. It threw IllegalArgumentException "freed already, or allocated by
+     * another provider", so a holder that frees its chunks after the pool closed failed where the other plugins pass.
+     */
+    @Test
+    void aFreeAfterTheCloseDoesNothingAndAnotherProvidersChunkIsRefusedStill() {
+        try (MemoryProvider other = plugin.openMemoryProvider(TestContext.of(shared))) {
+            Chunk othersChunk = other.allocate(SIZE);
+            MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
+            Chunk exported = provider.allocate(SIZE);
+            Chunk kept = provider.allocate(SIZE);
+            provider.export(exported);
+            provider.close();
+
+            assertThatCode(() -> provider.free(exported)).doesNotThrowAnyException();
+            assertThatCode(() -> provider.free(kept)).doesNotThrowAnyException();
+            assertThatThrownBy(() -> provider.free(othersChunk)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("not a live chunk of this memfd provider");
+            assertThat(othersChunk.segment().get(JAVA_LONG, 0)).as("the other provider's chunk, still mapped").isZero();
+        }
     }
 
     @Test
