@@ -1,6 +1,7 @@
 package dev.conduit;
 
 import dev.conduit.internal.ipc.InProcessMemoryPlugin;
+import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.IpcImporter;
@@ -10,6 +11,8 @@ import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.RecordingTransport;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
+
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static dev.conduit.testing.TestConduits.isolated;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -101,6 +104,61 @@ class PluginThrowingTest {
             assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
                     .hasMessage(failure("thrower", "openTransport()", thrown)).hasCause(thrown);
             assertThat(good.opened).singleElement().extracting(t -> ((RecordingTransport) t).closes()).isEqualTo(1);
+        }
+    }
+    /**
+     * The provider's first call, {@code pageSize()}, made as its pool is set up: what it throws is
+     * named as any other operation's, and the provider it was asked of is closed whatever it threw,
+     * a plugin missing a class of its own (a LinkageError) too, as the transports a failing worker
+     * opened before are (a devdax provider holds its device's descriptor and lock until closed);
+     * an {@code Error} is then thrown as it is. Until 2026-12-07 an {@code Error} left the provider
+     * open and unreachable, and an unchecked exception reached the application bare, naming neither
+     * the plugin nor the operation.
+     */
+    @Test
+    void aPoolOverAProviderWhosePageSizeThrowsNamesThePluginAndClosesTheProvider() {
+        AtomicInteger closes = new AtomicInteger();
+        Throwable[] next = {new IllegalStateException("page size not known yet")};
+        ConduitPlugin throwing = new ForwardingPlugin(new InProcessMemoryPlugin()) {
+            @Override
+            public MemoryProvider openMemoryProvider(PluginContext context) {
+                MemoryProvider real = super.openMemoryProvider(context);
+                return new MemoryProvider() {
+                    @Override
+                    public long pageSize() {
+                        if (next[0] instanceof Error e) throw e;
+                        throw (RuntimeException) next[0];
+                    }
+
+                    @Override
+                    public Chunk allocate(long size) {
+                        return real.allocate(size);
+                    }
+
+                    @Override
+                    public void free(Chunk chunk) {
+                        real.free(chunk);
+                    }
+
+                    @Override
+                    public void close() {
+                        closes.incrementAndGet();
+                        real.close();
+                    }
+                };
+            }
+        };
+        try (Conduit conduit = isolated().addPlugin(throwing).build()) {
+            RuntimeException thrown = (RuntimeException) next[0];
+            assertThatThrownBy(() -> conduit.pool("inproc")).isInstanceOf(ConduitException.class)
+                    .hasMessage(failure("inproc", "its memory provider's pageSize()", thrown)).hasCause(thrown);
+            assertThat(closes).hasValue(1);
+            next[0] = new NoClassDefFoundError("dev/example/PageSizes");
+            assertThatThrownBy(() -> conduit.pool("inproc")).isSameAs(next[0]);
+            assertThat(closes).as("the provider whose pageSize() threw a LinkageError").hasValue(2);
+            next[0] = new StackOverflowError();
+            assertThatThrownBy(() -> conduit.pool("inproc")).as("the JVM's own error").isSameAs(next[0]);
+            assertThat(closes).hasValue(3);
         }
     }
 }

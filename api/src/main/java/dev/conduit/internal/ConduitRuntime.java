@@ -172,7 +172,7 @@ public final class ConduitRuntime implements Conduit {
             pool = new RuntimePool(plugin, provider, r.capabilities().contains(Capability.IPC), r.unsupportedHere().get(Capability.IPC),
                     config.get(RuntimeKeys.POOL_CHUNK_SIZE), config.get(RuntimeKeys.POOL_MAX_SIZE),
                     resources::unregister);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) { // its pageSize() is plugin code, and a class missing from the plugin is an Error
             // Why there is no pool is what the caller must read: a failing close is added to it, not put in its place.
             Cleanup.run(e, provider::close);
             throw e;

@@ -78,7 +78,11 @@ public final class RuntimePool implements Pool {
         this.declaresIpc = declaresIpc;
         this.exportRefusal = exportRefusal;
         this.provider = provider;
-        this.pageSize = provider.pageSize();
+        try {
+            this.pageSize = provider.pageSize();
+        } catch (RuntimeException e) {
+            throw PluginRecord.failed(plugin, "its memory provider's pageSize()", e);
+        }
         if (pageSize <= 0 || Long.bitCount(pageSize) != 1) {
             throw new ConduitException("plugin '" + plugin + "' reports page size " + pageSize + ", not a power of two");
         }
