@@ -658,6 +658,65 @@ class DiscoveryTest {
         }
     }
 
+    /**
+     * As {@link #aPluginsCheckThatFailsBreaksThePluginNamingTheCheckAndTheKeysNotTheValue}, for an
+     * Error that is no LinkageError: an {@code assert} of the plugin's (surefire and many test runs
+     * enable them), an {@code Error} of its own. The check is the plugin's fault all the same; the
+     * build goes on with the other plugins. Until 2026-12-07 such an Error failed the build for
+     * every plugin.
+     */
+    @Test
+    void aPluginsChecksThatThrowAnErrorBreakThePluginAloneAsAnyOtherFaultOfTheirs() {
+        ConfigKey<Long> size = ConfigKey.bytes("keyed.size", 8192, 4096, "Doc.").withCheck("a multiple of 64", v -> {
+            throw new AssertionError("table not loaded");
+        });
+        try (Conduit conduit = isolated().environment(Map.of("CONDUIT_KEYED_SIZE", "8k"))
+                .addPlugin(TestPlugin.named("keyed").configKeys(size)).addPlugin(TestPlugin.named("good")).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("good");
+            assertThat(info(conduit, "keyed").status()).isEqualTo(Status.BROKEN);
+        }
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("ruled").configCheck(c -> {
+            throw new Error("rule table corrupt");
+        })).addPlugin(TestPlugin.named("good")).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("good");
+            assertThat(info(conduit, "ruled").status()).isEqualTo(Status.BROKEN);
+        }
+    }
+
+    /**
+     * The JVM's own errors are no plugin's fault, and a plugin BROKEN for one would hide that the
+     * process ran out of memory or stack: they fail the build as they are, as they do elsewhere.
+     */
+    @Test
+    void theJvmsOwnErrorFromAPluginsChecksFailsTheBuildAsItIs() {
+        StackOverflowError overflow = new StackOverflowError();
+        ConfigKey<Long> size = ConfigKey.bytes("keyed.size", 8192, 4096, "Doc.").withCheck("a multiple of 64", v -> {
+            throw overflow;
+        });
+        assertThatThrownBy(() -> isolated().environment(Map.of("CONDUIT_KEYED_SIZE", "8k"))
+                .addPlugin(TestPlugin.named("keyed").configKeys(size)).build().close()).isSameAs(overflow);
+        OutOfMemoryError outOfMemory = new OutOfMemoryError("Java heap space");
+        assertThatThrownBy(() -> isolated().addPlugin(TestPlugin.named("ruled").configCheck(c -> {
+            throw outOfMemory;
+        })).build().close()).isSameAs(outOfMemory);
+        assertThatThrownBy(() -> isolated().addPlugin(TestPlugin.named("asserting").brokenMetadata(outOfMemory)).build().close())
+                .isSameAs(outOfMemory);
+    }
+
+    /**
+     * As a plugin missing a class ({@code brokenMetadata(new NoClassDefFoundError(..))}): one bad
+     * plugin never breaks discovery. Until 2026-12-07 an Error that is no LinkageError failed the
+     * build for every plugin.
+     */
+    @Test
+    void aPluginWhoseMetadataThrowsAnAssertionErrorIsBrokenAndTheOthersAreServed() {
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("asserting").brokenMetadata(new AssertionError("no capabilities yet")))
+                .addPlugin(TestPlugin.named("good")).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactly("good");
+            assertThat(info(conduit, "asserting").status()).isEqualTo(Status.BROKEN);
+        }
+    }
+
     @Test
     void aPluginDeclaringNoThreadModesIsRefused() {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nomodes").noThreadModes()).build()) {

@@ -22,6 +22,20 @@ public final class CloseFailures {
     }
 
     /**
+     * Whether {@code failure} is the JVM's own error (out of memory, a stack overflow), never taken
+     * for a plugin's fault: a {@link VirtualMachineError} other than the {@code InternalError} the
+     * JDK reports a fault on mapped memory with (as {@code Cleanup.collect} tells them apart).
+     */
+    public static boolean isTheJvmsOwn(Throwable failure) {
+        return failure instanceof VirtualMachineError && !(failure instanceof InternalError);
+    }
+
+    /** Throws {@code failure} as it is when it is the JVM's own error ({@link #isTheJvmsOwn}), where a plugin's others are caught. */
+    public static void rethrowIfTheJvmsOwn(Throwable failure) {
+        if (isTheJvmsOwn(failure)) throw (VirtualMachineError) failure;
+    }
+
+    /**
      * Throws {@code collected} (a {@code ConduitException} whose suppressed exceptions are the
      * failures), or, when one of those is the JVM's own error, that error, with the others
      * suppressed in it. Nothing when {@code collected} is null.
@@ -30,8 +44,8 @@ public final class CloseFailures {
         if (collected == null) return;
         VirtualMachineError fatal = null;
         for (Throwable s : collected.getSuppressed()) {
-            if (s instanceof VirtualMachineError e && !(e instanceof InternalError)) { // the JDK reports a fault on mapped memory with one
-                fatal = e;
+            if (isTheJvmsOwn(s)) {
+                fatal = (VirtualMachineError) s;
                 break;
             }
         }

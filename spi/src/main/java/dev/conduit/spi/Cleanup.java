@@ -43,7 +43,7 @@ public final class Cleanup {
             first.addSuppressed(e);
             return first;
         } catch (Error e) {
-            if (e instanceof VirtualMachineError && !(e instanceof InternalError)) {
+            if (isTheJvmsOwn(e)) {
                 if (first != null) e.addSuppressed(first);
                 throw e;
             }
@@ -51,5 +51,14 @@ public final class Cleanup {
             first.addSuppressed(e);
             return first;
         }
+    }
+
+    /**
+     * Whether {@code failure} is the JVM's own (out of memory, a stack overflow), which no plugin's
+     * fault is to be taken for: a {@link VirtualMachineError} other than the {@code InternalError}
+     * the JDK reports a fault on mapped memory with.
+     */
+    static boolean isTheJvmsOwn(Throwable failure) {
+        return failure instanceof VirtualMachineError && !(failure instanceof InternalError);
     }
 }

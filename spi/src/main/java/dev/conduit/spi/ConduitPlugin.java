@@ -97,9 +97,10 @@ public interface ConduitPlugin {
      * combination fails the build, not the first open. It must only read {@code config}. A
      * {@link ConfigException} fails the build: make it with {@link ConfigKey#badValue} and
      * {@link Config#sourceOf}, so it names key, variable, value, source, the other key and the
-     * remedy; any other exception is a fault of the plugin, not of a value, and marks the plugin
-     * {@code BROKEN}, naming the exception and the keys it had read with their sources (its WARNING
-     * carries the exception). The default checks nothing.
+     * remedy; any other exception, an {@code Error} too but the JVM's own (out of memory, a stack
+     * overflow), is a fault of the plugin, not of a value, and marks the plugin {@code BROKEN},
+     * naming the exception and the keys it had read with their sources (its WARNING carries the
+     * exception). The default checks nothing.
      * Since SPI 1.1.
      */
     default void checkConfig(Config config) {

@@ -75,11 +75,13 @@ public final class ConfigKey<T> {
      * variable, value, source and {@code expectedForm}. {@code check} refuses a value by throwing
      * {@link IllegalArgumentException}; its message, if any, says what is wrong with it ("item 'bob'
      * is not a number") and goes into the error before the expected form, so it must not carry more
-     * than the value holds. Anything else it throws is taken for a fault of the check, not of the
-     * value: {@link #parse} then throws a {@link ConfigException} that says so, with what was thrown
-     * as its cause, and the runtime marks the key's plugin {@code BROKEN} instead of failing the
-     * build. It is not run on the default, which must meet the rule. It sees this key's value alone:
-     * a rule between keys belongs in {@link ConduitPlugin#checkConfig}. Since SPI 1.1.
+     * than the value holds. Anything else it throws, an {@code Error} too (an {@code assert} of the
+     * check's), is taken for a fault of the check, not of the value: {@link #parse} then throws a
+     * {@link ConfigException} that says so, with what was thrown as its cause, and the runtime
+     * marks the key's plugin {@code BROKEN} instead of failing the build; only the JVM's own errors
+     * (out of memory, a stack overflow) pass as they are. It is not run on the default, which must
+     * meet the rule. It sees this key's value alone: a rule between keys belongs in
+     * {@link ConduitPlugin#checkConfig}. Since SPI 1.1.
      *
      * @param expectedForm the accepted form with the rule, replacing this key's, e.g. "a size in
      *                     bytes from 4096 to 1073741824 and a multiple of 64, e.g. 8k"
@@ -323,6 +325,7 @@ public final class ConfigKey<T> {
      *                         found wrong, if it says; or, with a cause, and only then, naming key,
      *                         value, source and what the check threw when it threw anything but
      *                         {@link IllegalArgumentException}: a fault of the check, not of the value
+     * @throws VirtualMachineError the check's, when it is the JVM's own (out of memory, a stack overflow)
      */
     public T parse(String raw, String source) {
         T value;
@@ -340,7 +343,8 @@ public final class ConfigKey<T> {
         } catch (IllegalArgumentException e) {
             // A parser's own message (NumberFormatException's) says nothing a user can act on; a check's says what it refused.
             throw bad(raw, source, e.getMessage() != null ? e.getMessage() + "; " : "");
-        } catch (RuntimeException | LinkageError e) {
+        } catch (RuntimeException | Error e) {
+            if (Cleanup.isTheJvmsOwn(e)) throw (VirtualMachineError) e;
             // Called a bad value, it would send the user to mend a value that may well be right.
             throw new ConfigException(("the check of " + describe() + " threw " + e.getClass().getName()
                     + (e.getMessage() != null ? " (" + e.getMessage() + ")" : "") + " on value '" + raw + "' (from " + source

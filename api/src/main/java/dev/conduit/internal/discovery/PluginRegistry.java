@@ -1,6 +1,7 @@
 package dev.conduit.internal.discovery;
 
 import dev.conduit.PluginInfo.Status;
+import dev.conduit.internal.CloseFailures;
 import dev.conduit.internal.RuntimeKeys;
 import dev.conduit.internal.RuntimeSettings;
 import dev.conduit.internal.config.ConfigResolver;
@@ -111,7 +112,8 @@ public final class PluginRegistry {
                 r.reason = problem;
             }
             return r;
-        } catch (RuntimeException | LinkageError e) {
+        } catch (RuntimeException | Error e) { // an Error too (a class missing from the plugin, an assert of its own)
+            CloseFailures.rethrowIfTheJvmsOwn(e);
             return new PluginRecord(null, name == null ? c.label() : name, null, null, "", c.origin(),
                     EnumSet.noneOf(dev.conduit.spi.Capability.class), EnumSet.noneOf(dev.conduit.spi.ThreadMode.class), 0,
                     Status.BROKEN, "reading its metadata failed: " + ServiceDiscovery.describe(e));
@@ -300,7 +302,8 @@ public final class PluginRegistry {
                 r.plugin.checkConfig(recording);
             } catch (ConfigException e) {
                 throw e;
-            } catch (RuntimeException | LinkageError e) {
+            } catch (RuntimeException | Error e) {
+                CloseFailures.rethrowIfTheJvmsOwn(e);
                 // The keys it read, the last most likely the one it choked on: what a user may try other values of meanwhile.
                 String keys = read.stream().distinct().map(k -> k.name() + " (from " + config.sourceOf(k) + ")")
                         .collect(Collectors.joining(", "));
