@@ -11,12 +11,17 @@ public final class Cleanup {
     private Cleanup() {
     }
 
-    /** Runs {@code step}; if it fails, its exception is added to {@code primary} as suppressed. */
+    /**
+     * Runs {@code step}; if it fails, its exception is added to {@code primary} as suppressed,
+     * unless it is {@code primary} itself (a resource that throws its first failure again from its
+     * close): as a try-with-resources does. (Until 2026-12-07 that threw "Self-suppression not
+     * permitted" in {@code primary}'s place.)
+     */
     public static void run(Throwable primary, Runnable step) {
         try {
             step.run();
         } catch (RuntimeException | Error e) {
-            primary.addSuppressed(e);
+            suppress(primary, e);
         }
     }
 
@@ -30,7 +35,9 @@ public final class Cleanup {
      * that names it. The JVM's own ({@link VirtualMachineError} other than {@code InternalError}:
      * out of memory, a stack overflow) is thrown at once, with {@code first} suppressed in it,
      * where no caller that catches {@code ConduitException} would swallow it. (Since SPI 1.1;
-     * before, any {@code Error} left the caller's loop and lost {@code first}.)
+     * before, any {@code Error} left the caller's loop and lost {@code first}.) A step that throws
+     * {@code first} itself again leaves it as it was (until 2026-12-07 that threw "Self-suppression
+     * not permitted" in its place, and the caller's later steps did not run).
      *
      * @throws VirtualMachineError the step's, when it is the JVM's own
      */
@@ -40,7 +47,7 @@ public final class Cleanup {
             return first;
         } catch (RuntimeException e) {
             if (first == null) return e;
-            first.addSuppressed(e);
+            suppress(first, e);
             return first;
         } catch (Error e) {
             if (isTheJvmsOwn(e)) {
@@ -51,6 +58,11 @@ public final class Cleanup {
             first.addSuppressed(e);
             return first;
         }
+    }
+
+    /** Throwable refuses to suppress itself (IllegalArgumentException), which would hide {@code primary}. */
+    private static void suppress(Throwable primary, Throwable e) {
+        if (e != primary) primary.addSuppressed(e);
     }
 
     /**

@@ -177,6 +177,29 @@ class ContractTypesTest {
         assertThat(oom.getSuppressed()).containsExactly(collected);
     }
 
+    /**
+     * A step that throws the very exception being cleaned up after: a resource that keeps its first
+     * failure and throws it again from every later call, its close among them (a plugin's "broken"
+     * state). Throwable refuses to suppress itself (IllegalArgumentException: Self-suppression not
+     * permitted); the clean-up must neither throw that in the primary's place nor stop the steps
+     * after it, as a try-with-resources does not. Until 2026-12-07 both {@code run} and
+     * {@code collect} threw that IllegalArgumentException.
+     */
+    @Test
+    void aStepThatThrowsThePrimaryExceptionAgainNeitherHidesItNorStopsTheSteps() {
+        RuntimeException broken = new IllegalStateException("device gone");
+        List<String> ran = new ArrayList<>();
+        Cleanup.run(broken, () -> {
+            ran.add("close device");
+            throw broken;
+        });
+        Cleanup.run(broken, () -> ran.add("close descriptor"));
+        assertThat(ran).containsExactly("close device", "close descriptor");
+        assertThat(Cleanup.collect(broken, () -> {
+            throw broken;
+        })).isSameAs(broken);
+    }
+
     /** MappedMemoryFault.is: both forms of the JDK's report of a fault on mapped memory, and no other InternalError. */
     @Test
     void aFaultOnMappedMemoryIsToldFromOtherInternalErrors() {

@@ -8,6 +8,7 @@ import dev.conduit.IpcCacheStats;
 import dev.conduit.internal.CloseFailures;
 import dev.conduit.internal.Periodic;
 import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ExporterState;
@@ -468,11 +469,7 @@ public final class IpcCache implements AutoCloseable {
             entry = new Entry(key, handle.plugin(), handle.exportId(), mapping, length, handle.payload());
         } catch (RuntimeException | Error e) {
             // A mapping whose segment() or mayFault() throws is the plugin's fault, and still this process's to unmap.
-            try {
-                mapping.close();
-            } catch (RuntimeException | Error closing) {
-                e.addSuppressed(closing);
-            }
+            Cleanup.run(e, mapping::close);
             throw e;
         }
         mappedBytes.addAndGet(entry.length);

@@ -415,6 +415,44 @@ class IpcCacheTest {
     }
 
     /**
+     * A mapping that keeps its first failure and throws it again from every later call, its close
+     * among them (a plugin's "broken" state): the open throws that failure, the mapping unmapped.
+     * Until 2026-12-07 the open suppressed the failure into itself, and threw "Self-suppression not
+     * permitted" in its place.
+     */
+    @Test
+    void aMappingWhoseCloseThrowsItsFailureAgainIsUnmappedAndTheFailureThrownAsItIs() {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcHandle handle = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {3});
+        RuntimeException broken = new IllegalStateException("mapping broken");
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            assertThatThrownBy(() -> cache.open(handle, h -> {
+                ChunkMapping made = mapper.apply(h);
+                return new ChunkMapping() {
+                    @Override
+                    public MemorySegment segment() {
+                        return made.segment();
+                    }
+
+                    @Override
+                    public boolean mayFault() {
+                        throw broken;
+                    }
+
+                    @Override
+                    public void close() {
+                        made.close();
+                        throw broken;
+                    }
+                };
+            })).isSameAs(broken);
+            assertThat(broken.getSuppressed()).isEmpty();
+            assertThat(mapper.unmaps).as("the one mapping made").hasValue(1);
+            assertThat(cache.stats().mappedBytes()).isZero();
+        }
+    }
+
+    /**
      * An open whose handle contradicts the cached export counts the cached entry while it compares
      * them; when the entry's last region closes meanwhile, the open's drop of the count is the drop to
      * 0, and the entry weighs again: under {@code ipc.cache.bytes=0} it is unmapped. That drop used to
