@@ -717,6 +717,29 @@ class DiscoveryTest {
         }
     }
 
+    /**
+     * {@code runtime} is the owner the runtime files its own keys under ({@code ConfigEntry.owner}),
+     * so a plugin of that name is refused, and the runtime's keys stay the runtime's. Until
+     * 2026-12-07 the name was accepted: the plugin's listing showed every runtime key as its own,
+     * and broken by its checkConfig, forgetting its keys forgot the runtime's, gone from
+     * {@code Conduit.configuration()} (and their variables then warned about as unknown, while
+     * they were read).
+     */
+    @Test
+    void aPluginCalledRuntimeIsRefusedAndTheRuntimesKeysStayTheRuntimes() {
+        try (Conduit conduit = isolated().addPlugin(TestPlugin.named("runtime").configCheck(c -> {
+            throw new IllegalStateException("rules not loaded");
+        })).addPlugin(TestPlugin.named("good")).build()) {
+            PluginInfo refused = info(conduit, "runtime");
+            assertThat(refused.status()).isEqualTo(Status.REFUSED);
+            assertThat(refused.reason()).contains("plugin name 'runtime' is reserved", "name the plugin otherwise");
+            assertThat(refused.configuration()).isEmpty();
+            assertThat(conduit.selectedPlugins()).containsExactly("good");
+            assertThat(conduit.configuration()).filteredOn(e -> e.key().equals("shared.dir")).extracting(ConfigEntry::owner)
+                    .containsExactly("runtime");
+        }
+    }
+
     @Test
     void aPluginDeclaringNoThreadModesIsRefused() {
         try (Conduit conduit = isolated().addPlugin(TestPlugin.named("nomodes").noThreadModes()).build()) {

@@ -35,8 +35,9 @@ public interface ConduitPlugin {
 
     /**
      * The plugin's name: lower-case letters, digits and {@code -}, at most 32 characters, starting
-     * with a letter. It names the plugin in configuration ({@code CONDUIT_TRANSPORTS=memfd,posix}),
-     * in IPC handles and worker addresses, and prefixes its configuration keys.
+     * with a letter, and not {@code runtime}, which owns the runtime's own configuration keys. It
+     * names the plugin in configuration ({@code CONDUIT_TRANSPORTS=memfd,posix}), in IPC handles and
+     * worker addresses, and prefixes its configuration keys.
      */
     String name();
 

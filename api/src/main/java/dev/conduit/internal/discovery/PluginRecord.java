@@ -155,6 +155,7 @@ public final class PluginRecord {
     public PluginInfo toInfo(ConfigResolver config) {
         return new PluginInfo(name, version == null ? "?" : version.toString(), spiVersion == null ? "?" : spiVersion,
                 description, origin, status, reason, capabilities, unsupportedHere, threadModes, priority, details,
-                config.entries(name), keysDeclared ? List.of() : config.unreadEntries(configKeys, name));
+                // Its keys, when declared: entries of its name otherwise are another's (a shadowing plugin's).
+                keysDeclared ? config.entries(name) : List.of(), keysDeclared ? List.of() : config.unreadEntries(configKeys, name));
     }
 }

@@ -126,6 +126,11 @@ public final class PluginRegistry {
         if (!PayloadReader.isName(name)) {
             return "invalid plugin name '" + name + "': lower-case letters, digits and '-', starting with a letter, at most 32";
         }
+        if (name.equals(ConfigResolver.RUNTIME)) {
+            // Its keys and the runtime's would be one owner's: listed as each other's, and its breaking would forget the runtime's.
+            return "plugin name '" + name + "' is reserved: it owns the runtime's own config keys (ConfigEntry.owner); name the plugin "
+                    + "otherwise";
+        }
         if (version == null) return "version() returned null";
         Version spiVersion;
         try {
