@@ -102,10 +102,15 @@ public final class ConduitBuilder {
         return this;
     }
 
-    /** Replaces the system properties as a configuration source. For embedding and tests. */
+    /**
+     * Replaces the system properties as a configuration source, copied as {@link Properties#getProperty}
+     * reads them: with the defaults they were made over ({@code new Properties(System.getProperties())}
+     * with a few set on top; until 2026-12-07 those defaults were dropped). For embedding and tests.
+     */
     public ConduitBuilder systemProperties(Properties properties) {
+        Objects.requireNonNull(properties, "properties");
         Properties copy = new Properties();
-        copy.putAll(Objects.requireNonNull(properties, "properties"));
+        for (String name : properties.stringPropertyNames()) copy.setProperty(name, properties.getProperty(name));
         this.systemProperties = copy;
         return this;
     }

@@ -109,6 +109,24 @@ class ConfigurationTest {
         });
     }
 
+    /**
+     * Properties made over defaults ({@code new Properties(System.getProperties())} with overrides
+     * set on top, the usual way to change a few) hold the defaults' values as their own: read as
+     * {@link Properties#getProperty} reads them. Until 2026-12-07 the builder copied the entries
+     * set on top alone, and a key set in the defaults fell back to its default.
+     */
+    @Test
+    void systemPropertiesGivenAsTheDefaultsOfThePropertiesAreRead() {
+        Properties overrides = new Properties(props("conduit.cfg.size", "32k"));
+        overrides.setProperty("conduit.cfg.dir", "/prop/dir");
+        TestPlugin p = plugin();
+        try (Conduit c = isolated().addPlugin(p).systemProperties(overrides).build()) {
+            assertThat(p.probeContext.config().get(DIR)).isEqualTo(Path.of("/prop/dir"));
+            assertThat(entry(c, "cfg.size")).extracting(ConfigEntry::value, ConfigEntry::source)
+                    .containsExactly("32768", Source.SYSTEM_PROPERTY);
+        }
+    }
+
     @Test
     void aMalformedValueInAWeakerSourceIsIgnoredWhenAStrongerSourceSetsTheKey() {
         try (Conduit c = isolated().addPlugin(plugin()).environment(Map.of("CONDUIT_CFG_SIZE", "huge"))
