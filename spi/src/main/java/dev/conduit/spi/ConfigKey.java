@@ -3,8 +3,10 @@ package dev.conduit.spi;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -304,10 +306,29 @@ public final class ConfigKey<T> {
     private static final String[] DURATION_UNITS = {"h", "m", "s", "ms", "us"};
     private static final long[] DURATION_UNIT_NANOS = {3_600_000_000_000L, 60_000_000_000L, 1_000_000_000L, 1_000_000L, 1_000L};
 
-    /** One constant of {@code type}, written in any case. */
+    /**
+     * One constant of {@code type}, written in any case (its expected form lists them in lower
+     * case), matched ignoring case: the constants of an enum named in lower case too, which until
+     * 2026-12-07 no value could set.
+     *
+     * @throws IllegalArgumentException if two constants of {@code type} differ only in case, which
+     *                                  no value could tell apart
+     */
     public static <E extends Enum<E>> ConfigKey<E> enumeration(String name, Class<E> type, E defaultValue, String doc) {
-        String forms = Arrays.stream(type.getEnumConstants()).map(e -> e.name().toLowerCase(Locale.ROOT)).toList().toString();
-        return new ConfigKey<>(name, type, defaultValue, "one of " + forms, doc, s -> Enum.valueOf(type, s.trim().toUpperCase(Locale.ROOT)));
+        Map<String, E> byLowerCase = new LinkedHashMap<>();
+        for (E constant : type.getEnumConstants()) {
+            E same = byLowerCase.putIfAbsent(constant.name().toLowerCase(Locale.ROOT), constant);
+            if (same != null) {
+                throw new IllegalArgumentException("config key " + name + ": constants " + same.name() + " and " + constant.name() + " of "
+                        + type.getName() + " differ only in case, and a value names a constant in any case: rename one, or give the "
+                        + "key an enum without either");
+            }
+        }
+        return new ConfigKey<>(name, type, defaultValue, "one of " + byLowerCase.keySet(), doc, s -> {
+            E constant = byLowerCase.get(s.trim().toLowerCase(Locale.ROOT));
+            if (constant == null) throw new IllegalArgumentException();
+            return constant;
+        });
     }
 
     /** A comma-separated list; blanks around items are dropped, empty items ignored. */

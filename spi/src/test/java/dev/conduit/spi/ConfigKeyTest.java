@@ -285,7 +285,36 @@ class ConfigKeyTest {
             assertRefused(key, raw);
             assertThat(key.expectedForm()).isEqualTo("one of [single, serialized, multi]");
         }
+
+        /**
+         * Constants a plugin named in lower case, as Java allows: its expected form lists them so, and
+         * must take them, in any case. Until 2026-12-07 the value was upper-cased for
+         * {@code Enum.valueOf}, and no value could set such a key.
+         */
+        @Test
+        void acceptsTheConstantsOfAnEnumNamedInLowerCaseAsItsExpectedFormListsThem() {
+            ConfigKey<LowerCaseFlavour> flavour = ConfigKey.enumeration("some.flavour", LowerCaseFlavour.class, LowerCaseFlavour.fast, "doc");
+            assertThat(flavour.expectedForm()).isEqualTo("one of [fast, safe]");
+            assertThat(flavour.parse("safe", SOURCE)).isEqualTo(LowerCaseFlavour.safe);
+            assertThat(flavour.parse(" SAFE ", SOURCE)).isEqualTo(LowerCaseFlavour.safe);
+            assertRefused(flavour, "careful");
+        }
+
+        /** Two constants that differ only in case, which a value matched ignoring case could not tell apart, refuse the key. */
+        @Test
+        void refusesAnEnumWithTwoConstantsThatDifferOnlyInCaseNamingThem() {
+            assertThatThrownBy(() -> ConfigKey.enumeration("some.mode", CaseTwins.class, CaseTwins.FAST, "doc"))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("config key some.mode: constants FAST and fast of " + CaseTwins.class.getName() + " differ only in case, "
+                            + "and a value names a constant in any case: rename one, or give the key an enum without either");
+        }
     }
+
+    /** A plugin's enum whose constants are in lower case. */
+    enum LowerCaseFlavour { fast, safe }
+
+    /** An enum with two constants that differ only in case, as Java allows. */
+    enum CaseTwins { FAST, fast }
 
     @Nested
     class Lists {
