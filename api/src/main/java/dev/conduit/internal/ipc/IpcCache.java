@@ -24,6 +24,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -62,7 +63,10 @@ import java.util.function.Function;
  *
  * <p>Misses and the count's first drop to 0 go through Caffeine ({@code compute}); maintenance
  * runs on the calling thread, so evictions and their unmaps happen during the open or close that
- * caused them.
+ * caused them. A miss maps its chunk outside the compute, which holds the lock of the key's bin in
+ * Caffeine's map and so of every key there: it reserves the key ({@link #missesUnderWay}), and
+ * only the imports of the same chunk wait for its importer, then find the entry it made, or map
+ * the chunk themselves after its failure: one mapping per chunk.
  *
  * <p>The bound alone would keep unused chunks mapped for as long as nothing new pushes them out:
  * chunks a producer freed, or a dead producer's, whose pages then stay taken in the producer's
@@ -96,6 +100,17 @@ public final class IpcCache implements AutoCloseable {
     /** Set first by {@link #close()}: no import maps anything after it. */
     private volatile boolean closed;
     private final HitIndex index = new HitIndex();
+    /**
+     * The misses mapping their chunk now, by key: put, and looked up, under the cache's lock for the
+     * key where an import found no live entry ({@link #open}); taken, and completed, once the entry
+     * is in the cache (never before: an import finds one or the other) or the importer failed
+     * ({@link #mapReserved}). An import of the key that finds one waits for it rather than map the
+     * chunk a second time. The importer runs outside the lock, which is that of the key's bin in
+     * Caffeine's map, shared by the keys that hash there: an importer may wait for a frozen exporter
+     * ({@code memfd.connect.timeout}; another plugin's, for ever), and under the lock it held up
+     * their misses, releases to 0 and the cache's close too.
+     */
+    private final Map<Key, CompletableFuture<Void>> missesUnderWay = new ConcurrentHashMap<>();
     /**
      * Entries out of the cache while regions are open on them, until their last release unmaps
      * them: those the policy evicted while counted, still in the index (imports of them are hits),
@@ -142,6 +157,11 @@ public final class IpcCache implements AutoCloseable {
      * meanwhile.
      */
     volatile Runnable whileContradicting = () -> { };
+    /**
+     * Run by an open that found another miss of its key mapping the chunk, before it waits for that
+     * one's end, with no lock held: for tests of what happens meanwhile.
+     */
+    volatile Runnable whileAwaitingMiss = () -> { };
 
     record Key(long originHigh, long originLow, long exportId) {
     }
@@ -311,7 +331,9 @@ public final class IpcCache implements AutoCloseable {
     /**
      * Opens the region {@code handle} describes, mapping its chunk with {@code mapper} on a miss; a
      * handle that disagrees with the export cached under its key (plugin, chunk length or payload)
-     * is mapped beside the cache ({@link #openBeside}).
+     * is mapped beside the cache ({@link #openBeside}). While another miss maps the same chunk, this
+     * waits for it, uninterruptibly (an interrupt stays set), and then opens the entry it made, or
+     * maps the chunk itself if that one failed; imports of other chunks do not wait for it.
      *
      * @throws ConduitException when the mapper fails; nothing is cached then
      */
@@ -322,52 +344,67 @@ public final class IpcCache implements AutoCloseable {
     /** {@link #open(IpcHandle, Function)} into {@code reuse}, as {@link #tryHit(byte[], Lease)}. */
     public Lease open(IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper, Lease reuse) {
         Key key = new Key(handle.originHigh(), handle.originLow(), handle.exportId());
-        boolean[] missed = new boolean[1];
         boolean[] contradicts = new boolean[1];
         boolean[] releasedToZero = new boolean[1];
         Entry[] evictedOpen = new Entry[1];
-        Entry computed = cache.asMap().compute(key, (k, cached) -> {
-            if (cached == null || !cached.acquire()) {
-                if (closed) throw closedException();
-                if (cached == null) {
-                    // One the policy evicted while open is still mapped and in the index: its mapping serves this open too,
-                    // as a lock-free hit's would; mapping the chunk again would give it two mappings (and the new entry
-                    // would take the open one's place in the index). A dead one is on its way out: map afresh.
-                    Entry open = index.find(key.originHigh(), key.originLow(), key.exportId());
-                    if (open != null && open.refs != DEAD) {
-                        if (open.length != handle.chunkLength() || !open.plugin.equals(handle.plugin())
-                                || !Arrays.equals(open.payload, handle.payload())) {
-                            contradicts[0] = true;
-                            return null;
-                        }
-                        if (open.acquire()) {
-                            evictedOpen[0] = open;
-                            return null;
+        @SuppressWarnings("unchecked")
+        CompletableFuture<Void>[] reserved = new CompletableFuture[1];
+        @SuppressWarnings("unchecked")
+        CompletableFuture<Void>[] underWay = new CompletableFuture[1];
+        Entry computed;
+        do {
+            underWay[0] = null;
+            computed = cache.asMap().compute(key, (k, cached) -> {
+                if (cached == null || !cached.acquire()) {
+                    if (closed) throw closedException();
+                    if (cached == null) {
+                        // One the policy evicted while open is still mapped and in the index: its mapping serves this open too,
+                        // as a lock-free hit's would; mapping the chunk again would give it two mappings (and the new entry
+                        // would take the open one's place in the index). A dead one is on its way out: map afresh.
+                        Entry open = index.find(key.originHigh(), key.originLow(), key.exportId());
+                        if (open != null && open.refs != DEAD) {
+                            if (open.length != handle.chunkLength() || !open.plugin.equals(handle.plugin())
+                                    || !Arrays.equals(open.payload, handle.payload())) {
+                                contradicts[0] = true;
+                                return null;
+                            }
+                            if (open.acquire()) {
+                                evictedOpen[0] = open;
+                                return null;
+                            }
                         }
                     }
+                    // The importer runs after this returns, outside the lock, which is the lock of the key's bin in the map and
+                    // so also every other key's there: the reservation makes only imports of this chunk wait for it.
+                    underWay[0] = missesUnderWay.get(key);
+                    if (underWay[0] == null) {
+                        reserved[0] = new CompletableFuture<>();
+                        missesUnderWay.put(key, reserved[0]);
+                    }
+                    return cached;
                 }
-                missed[0] = true;
-                Entry fresh = map(key, handle, mapper);
-                if (cached != null) leaving(cached); // a dead one, replaced
-                fresh.refs = 1;
-                index.put(fresh);
-                return fresh;
-            }
-            if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())
-                    || !Arrays.equals(cached.payload, handle.payload())) {
-                whileContradicting.run();
-                // The entry's last region may have closed meanwhile, its release finding this count above 0: then this is
-                // the drop to 0, and the entry must weigh again, or neither bound would ever unmap it.
-                releasedToZero[0] = releaseUnderLock(cached);
-                contradicts[0] = true;
+                if (cached.length != handle.chunkLength() || !cached.plugin.equals(handle.plugin())
+                        || !Arrays.equals(cached.payload, handle.payload())) {
+                    whileContradicting.run();
+                    // The entry's last region may have closed meanwhile, its release finding this count above 0: then this is
+                    // the drop to 0, and the entry must weigh again, or neither bound would ever unmap it.
+                    releasedToZero[0] = releaseUnderLock(cached);
+                    contradicts[0] = true;
+                    return cached;
+                }
+                if (!cached.pinned) {
+                    cached.pinned = true; // counted again: weigh 0 until the count drops to 0
+                    weighing.decrementAndGet();
+                }
                 return cached;
+            });
+            if (underWay[0] != null) {
+                whileAwaitingMiss.run();
+                // Uninterruptible, as the wait for the lock it replaces was; the interrupt status stays set. Then look again:
+                // the entry it made is a hit, and after its failure this import maps the chunk itself.
+                underWay[0].join();
             }
-            if (!cached.pinned) {
-                cached.pinned = true; // counted again: weigh 0 until the count drops to 0
-                weighing.decrementAndGet();
-            }
-            return cached;
-        });
+        } while (underWay[0] != null);
         if (contradicts[0]) {
             if (releasedToZero[0]) {
                 trimToEntryBound();
@@ -375,7 +412,8 @@ public final class IpcCache implements AutoCloseable {
             }
             return openBeside(key, handle, mapper, reuse);
         }
-        Entry entry = computed != null ? computed : evictedOpen[0];
+        boolean missed = reserved[0] != null;
+        Entry entry = missed ? mapReserved(key, handle, mapper, reserved[0]) : computed != null ? computed : evictedOpen[0];
         if (closed) {
             // close() may have listed the entries before this one went in: take it out here, if it is still there.
             cache.asMap().computeIfPresent(key, (k, cached) -> {
@@ -386,9 +424,30 @@ public final class IpcCache implements AutoCloseable {
             if (detachAndKill(entry)) unmap(entry, "conduit closed");
             throw closedException();
         }
-        (missed[0] ? misses : hits).increment();
-        importEvent(handle.plugin(), handle.exportId(), handle.chunkLength(), !missed[0]);
+        (missed ? misses : hits).increment();
+        importEvent(handle.plugin(), handle.exportId(), handle.chunkLength(), !missed);
         return lease(reuse, entry, entry.view(handle.regionOffset(), handle.regionLength()));
+    }
+
+    /**
+     * The miss that reserved {@code key} ({@code reservation}, in {@link #missesUnderWay}): maps the
+     * chunk, with no lock held, and caches the entry, counted for this import; then, made or not,
+     * ends the reservation, which lets the imports of the key waiting for it look again.
+     */
+    private Entry mapReserved(Key key, IpcHandle handle, Function<IpcHandle, ChunkMapping> mapper, CompletableFuture<Void> reservation) {
+        try {
+            Entry fresh = map(key, handle, mapper);
+            fresh.refs = 1;
+            cache.asMap().compute(key, (k, cached) -> {
+                if (cached != null) leaving(cached); // a dead one, replaced: the reservation kept out any other
+                index.put(fresh);
+                return fresh;
+            });
+            return fresh;
+        } finally {
+            missesUnderWay.remove(key, reservation);
+            reservation.complete(null);
+        }
     }
 
     /** The JFR {@code dev.conduit.Import} event of one import, when a recording wants it. */

@@ -26,10 +26,15 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -290,6 +295,202 @@ class IpcCacheTest {
         assertThat(conduit.importRegion(handle, shared)).isSameAs(shared);
         shared.close();
         assertThat(conduit.ipcCacheStats().entriesInUse()).isZero();
+    }
+
+    /**
+     * An importer that waits, as one for a frozen exporter does (memfd: up to memfd.connect.timeout;
+     * a third party's, for ever), until the test thaws it (each one's end does), then maps the chunk,
+     * or fails as told.
+     */
+    private static final class FrozenExporterImporter implements Function<IpcHandle, ChunkMapping> {
+        final CountDownLatch inImporter = new CountDownLatch(1);
+        final CountDownLatch thawed = new CountDownLatch(1);
+        final ArenaChunkMapper mapper;
+        final ConduitException failure;
+
+        FrozenExporterImporter(ArenaChunkMapper mapper, ConduitException failure) {
+            this.mapper = mapper;
+            this.failure = failure;
+        }
+
+        @Override
+        public ChunkMapping apply(IpcHandle handle) {
+            inImporter.countDown();
+            try {
+                thawed.await(); // no guard of its own: the test's guards fail first, and its end thaws it
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (failure != null) throw failure;
+            return mapper.apply(handle);
+        }
+    }
+
+    /** Awaits {@code latch}, a minute at most: a hang guard, which fails the test saying what never happened. */
+    private static void hangGuard(CountDownLatch latch, String what) throws InterruptedException {
+        if (!latch.await(1, TimeUnit.MINUTES)) throw new AssertionError("hang guard: waited a minute for this: " + what);
+    }
+
+    /** {@code future}'s result, a minute at most: a hang guard, which fails the test saying what never ended. */
+    private static <T> T hangGuard(Future<T> future, String what) throws InterruptedException, ExecutionException {
+        try {
+            return future.get(1, TimeUnit.MINUTES);
+        } catch (TimeoutException e) {
+            throw new AssertionError("hang guard: waited a minute for this to end: " + what, e);
+        }
+    }
+
+    /**
+     * A miss waits only for its own chunk's importer, which may wait for a frozen exporter up to its
+     * timeout (memfd: memfd.connect.timeout) or, a third party's, for ever: an import and a release
+     * of another exporter's chunk go on meanwhile. The two keys here hash alike ((1, 2, 1) and (1, 2,
+     * 2^32): Long.hashCode folds a long's halves), so they always share a bin of the map under the
+     * cache, whose lock the importer ran under until 2026-12-07: both waited for it (two random keys
+     * share a bin as often as the bins are few, and a peer may pick its keys to).
+     */
+    @Test
+    void importsAndReleasesOfOneChunkDoNotWaitForAMissOfAnotherStuckInItsImporter() throws Exception {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        FrozenExporterImporter frozenExporter = new FrozenExporterImporter(mapper, null);
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            IpcHandle frozen = new IpcHandle("inproc", 1, 2, 1, CHUNK, 0, 64, new byte[] {1});
+            IpcHandle other = new IpcHandle("inproc", 1, 2, 1L << 32, CHUNK, 0, 64, new byte[] {2});
+            assertThat(new IpcCache.Key(1, 2, 1L << 32).hashCode()).isEqualTo(new IpcCache.Key(1, 2, 1).hashCode());
+            IpcCache.Lease openBefore = cache.open(other, mapper);
+            Future<?> stuck = threads.submit(() -> cache.open(frozen, frozenExporter).close());
+            try {
+                hangGuard(frozenExporter.inImporter, "the stuck import started");
+                hangGuard(threads.submit(() -> {
+                    openBefore.close(); // its count's first drop to 0, which re-weighs the entry under the bin's lock
+                    cache.open(other, mapper).close();
+                    return null;
+                }), "a release and an import of another exporter's chunk, while a frozen one's importer waits");
+            } finally {
+                frozenExporter.thawed.countDown();
+                hangGuard(stuck, "the import from the thawed exporter");
+            }
+            assertThat(mapper.maps).as("one mapping per chunk").hasValue(2);
+        } finally {
+            threads.shutdownNow();
+        }
+    }
+
+    /**
+     * An import of a chunk that another import is mapping waits for that one and opens its mapping:
+     * the importer runs outside the cache's lock, and the key stays reserved for the miss meanwhile,
+     * so that the cache still maps a chunk once.
+     */
+    @Test
+    void anImportOfAChunkAnotherIsMappingWaitsForItAndOpensItsMapping() throws Exception {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        FrozenExporterImporter frozenExporter = new FrozenExporterImporter(mapper, null);
+        CountDownLatch secondWaitsOrMaps = new CountDownLatch(1);
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            IpcHandle handle = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 64, new byte[] {3});
+            Future<IpcCache.Lease> first = threads.submit(() -> cache.open(handle, frozenExporter));
+            hangGuard(frozenExporter.inImporter, "the first import is in its importer");
+            cache.whileAwaitingMiss = secondWaitsOrMaps::countDown;
+            Future<IpcCache.Lease> second = threads.submit(() -> cache.open(handle, h -> {
+                secondWaitsOrMaps.countDown();
+                return mapper.apply(h);
+            }));
+            hangGuard(secondWaitsOrMaps, "the second import waits for the first, or maps the chunk itself");
+            assertThat(mapper.maps).as("mappings while the first import's importer works").hasValue(0);
+            frozenExporter.thawed.countDown();
+
+            IpcCache.Lease firstLease = hangGuard(first, "the first import");
+            IpcCache.Lease secondLease = hangGuard(second, "the second import");
+            assertThat(secondLease.region().address()).isEqualTo(firstLease.region().address());
+            assertThat(mapper.maps).as("one mapping for both").hasValue(1);
+            IpcCacheStats stats = cache.stats();
+            assertThat(stats.misses()).isEqualTo(1);
+            assertThat(stats.hits()).isEqualTo(1);
+            assertThat(stats.entriesInUse()).isEqualTo(1);
+            firstLease.close();
+            secondLease.close();
+        } finally {
+            frozenExporter.thawed.countDown();
+            threads.shutdownNow();
+        }
+    }
+
+    /**
+     * An import waiting for another import's miss of its chunk maps the chunk itself when that one's
+     * importer fails: the failure is that import's own (its handle's payload, say, which a peer may
+     * choose under a genuine export's key), and reaches no other.
+     */
+    @Test
+    void anImportWaitingForAMissOfItsChunkThatFailsMapsTheChunkItself() throws Exception {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        FrozenExporterImporter failing = new FrozenExporterImporter(mapper, new ConduitException("the exporter refused the import"));
+        CountDownLatch secondWaits = new CountDownLatch(1);
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            IpcHandle handle = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 64, new byte[] {3});
+            Future<IpcCache.Lease> first = threads.submit(() -> cache.open(handle, failing));
+            hangGuard(failing.inImporter, "the first import is in its importer");
+            cache.whileAwaitingMiss = secondWaits::countDown;
+            Future<IpcCache.Lease> second = threads.submit(() -> cache.open(handle, mapper));
+            hangGuard(secondWaits, "the second import waits for the first");
+            failing.thawed.countDown();
+
+            assertThat(catchThrowable(() -> hangGuard(first, "the failing import"))).isInstanceOf(ExecutionException.class)
+                    .cause().isInstanceOf(ConduitException.class).hasMessage("the exporter refused the import");
+            IpcCache.Lease lease = hangGuard(second, "the import after the failed one");
+            assertThat(lease.isOpen()).isTrue();
+            assertThat(mapper.maps).as("the second import's own mapping").hasValue(1);
+            IpcCacheStats stats = cache.stats();
+            assertThat(stats.misses()).isEqualTo(1);
+            assertThat(stats.entries()).isEqualTo(1);
+            lease.close();
+        } finally {
+            failing.thawed.countDown();
+            threads.shutdownNow();
+        }
+    }
+
+    /**
+     * The cache's close does not wait for a miss stuck in its importer, also when the cached chunks
+     * it unmaps share that key's bin (it waited for the importer until 2026-12-07); the miss, once
+     * its importer returns, unmaps what it mapped, caches nothing and says the Conduit is closed, and
+     * so does an import of the same chunk that was waiting for it.
+     */
+    @Test
+    void theCachesCloseDoesNotWaitForAStuckMissWhichThenUnmapsWhatItMapped() throws Exception {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        FrozenExporterImporter frozenExporter = new FrozenExporterImporter(mapper, null);
+        CountDownLatch waiting = new CountDownLatch(1);
+        ExecutorService threads = Executors.newFixedThreadPool(3);
+        IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE);
+        try {
+            IpcHandle frozen = new IpcHandle("inproc", 1, 2, 1, CHUNK, 0, 64, new byte[] {1});
+            IpcHandle other = new IpcHandle("inproc", 1, 2, 1L << 32, CHUNK, 0, 64, new byte[] {2});
+            IpcCache.Lease cached = cache.open(other, mapper);
+            Future<IpcCache.Lease> stuck = threads.submit(() -> cache.open(frozen, frozenExporter));
+            hangGuard(frozenExporter.inImporter, "the stuck import started");
+            cache.whileAwaitingMiss = waiting::countDown;
+            Future<IpcCache.Lease> waiter = threads.submit(() -> cache.open(frozen, mapper));
+            hangGuard(waiting, "the second import of the stuck chunk waits for the first");
+
+            hangGuard(threads.submit(cache::close), "the cache's close, while a frozen exporter's importer waits");
+            assertThat(cached.isOpen()).as("the cached chunk's region, once the cache closed").isFalse();
+            frozenExporter.thawed.countDown();
+
+            for (Future<IpcCache.Lease> open : List.of(stuck, waiter)) {
+                assertThat(catchThrowable(() -> hangGuard(open, "an import of the stuck chunk"))).isInstanceOf(ExecutionException.class)
+                        .cause().isInstanceOf(IllegalStateException.class).hasMessageContaining("Conduit is closed");
+            }
+            assertThat(mapper.maps).as("the cached chunk and the stuck one").hasValue(2);
+            assertThat(mapper.unmaps).as("both unmapped").hasValue(2);
+            assertThat(cache.stats().mappedBytes()).isZero();
+            assertThat(cache.stats().entries()).isZero();
+        } finally {
+            frozenExporter.thawed.countDown();
+            threads.shutdownNow();
+            cache.close();
+        }
     }
 
     /**
