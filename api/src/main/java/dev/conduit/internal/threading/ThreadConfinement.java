@@ -5,6 +5,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One runtime-owned thread on which every call to a thread-confined plugin runs, when the user
@@ -19,7 +21,8 @@ public final class ThreadConfinement implements AutoCloseable {
     public ThreadConfinement(String name) {
         Thread[] created = new Thread[1];
         this.executor = Executors.newSingleThreadExecutor(r -> {
-            Thread t = Thread.ofPlatform().daemon().name(name).unstarted(r);
+            // It lives as long as the worker: a request's context on the thread that opened the worker is not to pin it.
+            Thread t = Thread.ofPlatform().daemon().name(name).inheritInheritableThreadLocals(false).unstarted(r);
             created[0] = t;
             return t;
         });
@@ -49,7 +52,15 @@ public final class ThreadConfinement implements AutoCloseable {
         if (Thread.currentThread() == thread) {
             return callHere(call);
         }
-        return resultOf(executor.submit(call));
+        Future<T> f;
+        try {
+            f = executor.submit(call);
+        } catch (RejectedExecutionException e) {
+            // What the runtime reads from a transport call as "closed under the call" (a forced close), not as the plugin's fault.
+            throw new IllegalStateException("the confined plugin's thread " + thread.getName() + " is closed: its worker's transport "
+                    + "closed (a Conduit.close() that did not wait for this thread's call); open a new worker", e);
+        }
+        return resultOf(f);
     }
 
     /**
@@ -116,9 +127,27 @@ public final class ThreadConfinement implements AutoCloseable {
         }
     }
 
-    /** Stops the thread once queued calls ran. */
+    /**
+     * Stops the thread once queued calls ran, whatever interrupts the closing thread (whose
+     * interrupt status is then set again): each of those calls is a caller's, waiting for it
+     * uninterruptibly. {@code ExecutorService.close()} answered an interrupt with
+     * {@code shutdownNow()}, which dropped the queued calls without ending them, so that their
+     * callers waited for ever, and interrupted the plugin's call under way.
+     */
     @Override
     public void close() {
-        executor.close();
+        executor.shutdown();
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    if (executor.awaitTermination(1, TimeUnit.DAYS)) return;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
+        }
     }
 }

@@ -1,0 +1,101 @@
+package dev.conduit.internal.threading;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/**
+ * A confined plugin's thread ({@code thread.confine}) on its own: what it keeps of the thread that
+ * made it, a call after its close, and a close interrupted under a call. Nothing is timed: every
+ * wait is a hang guard.
+ */
+class ThreadConfinementTest {
+
+    /** How long a call may take to come back: a hang guard, not a speed check. */
+    private static final Duration GUARD = Duration.ofSeconds(60);
+
+    @Test
+    void theConfinedThreadKeepsNoInheritableThreadLocalOfTheThreadThatOpenedTheWorker() {
+        // A request-scoped context (a tenant, a trace, an MDC map) set on the thread that opened the worker: the
+        // confined thread lives as long as the worker and must not pin it, as conduit-await-N and Periodic do not.
+        InheritableThreadLocal<String> requestContext = new InheritableThreadLocal<>();
+        requestContext.set("the context of request 42");
+        try (ThreadConfinement confinement = new ThreadConfinement("conduit-test-confined")) {
+            assertThat(confinement.call(requestContext::get)).as("the opening thread's inheritable thread-local, seen on the confined thread").isNull();
+        } finally {
+            requestContext.remove();
+        }
+    }
+
+    @Test
+    void aCallAfterTheConfinementClosedFailsAsACallOnAClosedTransportDoesWithIllegalStateException() {
+        // RuntimeEndpoint and RuntimeWorker take an IllegalStateException from a transport call for "closed under the
+        // call" (a forced Conduit.close()) and any other RuntimeException for the plugin's own failure.
+        ThreadConfinement confinement = new ThreadConfinement("conduit-test-confined");
+        confinement.close();
+        assertThatThrownBy(() -> confinement.call(() -> "never made")).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void aCloseInterruptedWhileACallIsUnderWayLeavesNoCallQueuedBehindItWaitingForever() throws Exception {
+        ThreadConfinement confinement = new ThreadConfinement("conduit-test-confined");
+        CountDownLatch inCall = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        CompletableFuture<Object> first = CompletableFuture.supplyAsync(() -> confinement.call(() -> {
+            inCall.countDown();
+            release.await(); // a plugin call under way: ended below, whether interrupted or not
+            return "first";
+        }));
+        assertThat(inCall.await(GUARD.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        CompletableFuture<Object> queued = new CompletableFuture<>();
+        Thread queuedCaller = Thread.ofPlatform().daemon().start(() -> { // a daemon: it stays blocked should the test fail
+            try {
+                queued.complete(confinement.call(() -> "queued"));
+            } catch (Throwable e) {
+                queued.completeExceptionally(e);
+            }
+        });
+        waitUntilWaiting(queuedCaller);
+        Thread closer = Thread.ofPlatform().daemon().start(confinement::close);
+        waitUntilWaiting(closer);
+        closer.interrupt(); // the thread closing the Conduit is interrupted (an executor's shutdownNow)
+        waitUntilItTookTheInterrupt(closer);
+        release.countDown(); // the call under way ends, unless the close interrupted it
+        closer.join(GUARD.toMillis());
+        assertThat(closer.isAlive()).as("the close").isFalse();
+        try {
+            queued.get(GUARD.toSeconds(), TimeUnit.SECONDS); // made, or refused: either way it comes back
+        } catch (ExecutionException refused) {
+            // refused is fine: the caller goes on
+        } catch (TimeoutException hung) {
+            throw new AssertionError("the call queued behind the one under way never came back: " + queuedCaller.getState(), hung);
+        }
+        first.handle((r, e) -> r).get(GUARD.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    /** Until {@code t}'s wait has thrown the interrupt and {@code t} waits again, or has ended. */
+    private static void waitUntilItTookTheInterrupt(Thread t) throws InterruptedException {
+        long deadline = System.nanoTime() + GUARD.toNanos();
+        while (t.getState() != Thread.State.TERMINATED
+                && (t.isInterrupted() || t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING)) {
+            if (System.nanoTime() - deadline > 0) throw new AssertionError(t + " did not take its interrupt: " + t.getState());
+            Thread.sleep(1);
+        }
+    }
+
+    private static void waitUntilWaiting(Thread t) throws InterruptedException {
+        long deadline = System.nanoTime() + GUARD.toNanos();
+        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
+            if (System.nanoTime() - deadline > 0) throw new AssertionError(t + " did not come to wait: " + t.getState());
+            Thread.sleep(1);
+        }
+    }
+}
