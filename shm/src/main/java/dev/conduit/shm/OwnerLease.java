@@ -720,7 +720,9 @@ public final class OwnerLease implements AutoCloseable {
             if (name.endsWith(LEASE)) remember(directory.path().resolve(name));
         }
         if (!removed.isEmpty() && listener == null) {
-            LOG.log(System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + (removed.size() == 1 ? " file" : " files") + " of dead owners in " + directory + ": " + removed);
+            // Housekeeping's report: out of descriptors, its record's failure must not fail the open or the check that reclaimed.
+            BestEffortLog.log(LOG, System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + (removed.size() == 1 ? " file" : " files")
+                    + " of dead owners in " + directory + ": " + removed, null);
         }
         return removed;
     }

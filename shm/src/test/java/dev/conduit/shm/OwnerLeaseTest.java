@@ -665,6 +665,42 @@ class OwnerLeaseTest {
         }
     }
 
+    /**
+     * Out of descriptors, the JDK's logging throws an {@link Error} at its first record (its time-zone
+     * data does not load, see {@link #aLoggerThatFailsCostsNeitherTheReclaimNorTheCloseAnything}). A
+     * reclaim that removed a dead owner's files says so at INFO, and that record's failure must cost
+     * the provider's open nothing either, as {@link OwnerLease#reclaimDeadOrWarn} promises of its
+     * housekeeping. Until 2026-12-07 it logged straight through this class's logger, not through
+     * {@link BestEffortLog}, and the {@code Error} came out of {@code reclaimDeadOrWarn} (which
+     * catches {@code ConduitException}) and of a worker's reclaim (which catches
+     * {@code RuntimeException}).
+     */
+    @Test
+    void aReclaimThatRemovedFilesThrowsNothingWhenItsInfoRecordCannotBeLogged() throws Exception {
+        Libc libc = Linux.libc();
+        String owner = "0123456789abcdef0123456789abcdef";
+        java.nio.file.Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", owner)));
+        java.nio.file.Files.createFile(shared.resolve("conduit-test-" + owner + "-1.chunk"));
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger("dev.conduit.shm");
+        java.util.logging.Handler throwing = new java.util.logging.Handler() {
+            @Override public void publish(java.util.logging.LogRecord record) {
+                throw new Error(new java.io.FileNotFoundException("/usr/lib/jvm/jdk/lib/tzdb.dat (Too many open files)"));
+            }
+            @Override public void flush() { }
+            @Override public void close() { }
+        };
+        boolean parents = jul.getUseParentHandlers();
+        jul.addHandler(throwing);
+        jul.setUseParentHandlers(false);
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            OwnerLease.reclaimDeadOrWarn(libc, directory, "conduit-test", System.getLogger("test"));
+        } finally {
+            jul.removeHandler(throwing);
+            jul.setUseParentHandlers(parents);
+        }
+        assertThat(shared).isEmptyDirectory();
+    }
+
     /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
     private static Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
         Libc real = Linux.libc();
