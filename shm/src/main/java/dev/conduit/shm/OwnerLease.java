@@ -175,13 +175,9 @@ public final class OwnerLease implements AutoCloseable {
             }
             removalSaid = true;
         }
-        try {
-            logger.log(System.Logger.Level.WARNING, () -> holder + "'s lease " + path() + " was removed from the shared directory while "
-                    + "it holds it (" + SharedDirectory.CLEANERS + "). " + consequence + "; and keep such cleaners off "
-                    + directory.path());
-        } catch (RuntimeException | LinkageError e) {
-            // Out of descriptors, formatting a record can fail too: said nowhere, then.
-        }
+        BestEffortLog.warn(logger, () -> holder + "'s lease " + path() + " was removed from the shared directory while "
+                + "it holds it (" + SharedDirectory.CLEANERS + "). " + consequence + "; and keep such cleaners off "
+                + directory.path(), null);
     }
 
     /** Where the lease is (or was, once {@link #isRemoved}): for messages. */

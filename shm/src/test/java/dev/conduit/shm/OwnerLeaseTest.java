@@ -701,6 +701,33 @@ class OwnerLeaseTest {
         assertThat(shared).isEmptyDirectory();
     }
 
+    /**
+     * The same Error out of the owner's logger at {@link OwnerLease#warnOnceIfRemoved}, which
+     * promises that "a failure to log costs the caller nothing: it may be inside a message's
+     * handler". Until 2026-12-07 it caught {@code RuntimeException | LinkageError} only, and the
+     * first record's failure, a plain {@link Error}, came out of it.
+     */
+    @Test
+    void aWarningOfARemovedLeaseThatCannotBeLoggedCostsItsCallerNothing() throws Exception {
+        Libc libc = Linux.libc();
+        System.Logger throwing = new System.Logger() {
+            @Override public String getName() { return "throwing"; }
+            @Override public boolean isLoggable(Level level) { return true; }
+            @Override public void log(Level level, java.util.ResourceBundle bundle, String msg, Throwable thrown) {
+                throw new Error(new java.io.FileNotFoundException("/usr/lib/jvm/jdk/lib/tzdb.dat (Too many open files)"));
+            }
+            @Override public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) {
+                log(level, bundle, format, (Throwable) null);
+            }
+        };
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)");
+             OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test", throwing)) {
+            java.nio.file.Files.delete(lease.path()); // a cleaner (systemd-logind RemoveIPC=yes)
+            lease.warnOnceIfRemoved("test: this worker", "No new peer can find it");
+            assertThat(lease.isRemoved()).isTrue();
+        }
+    }
+
     /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
     private static Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
         Libc real = Linux.libc();
