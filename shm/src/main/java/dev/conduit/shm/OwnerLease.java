@@ -116,7 +116,7 @@ public final class OwnerLease implements AutoCloseable {
                 } catch (ErrnoException modesNotKept) {
                     // A file system without modes (vfat, say) refuses it; there the umask does not apply either.
                 }
-                if (libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB)) {
+                if (tryLockPending(libc, directory, fd, pending)) {
                     // Through the directory's descriptor, as every other file of it: by path, a directory whose path is
                     // longer than PATH_MAX, which opens, failed here with ENAMETOOLONG.
                     libc.renameat(directory.fd(), pending, prefix + "-" + owner + LEASE);
@@ -143,6 +143,21 @@ public final class OwnerLease implements AutoCloseable {
                 throw new ConduitException("cannot create a lease in " + directory.path() + ": " + ACQUIRE_ATTEMPTS
                         + " pending leases in a row were taken by processes reclaiming dead owners' files there at that instant");
             }
+        }
+    }
+
+    /**
+     * {@code flock(LOCK_EX | LOCK_NB)} of a pending lease: false when a reclaimer holds it. Any
+     * other failure ({@code ENOLCK}: NFS without its lock service) means no lease can be held in
+     * the directory at all, so no owner there could be judged: it says so, with the remedy, where
+     * it used to read "cannot create lease ...; see the cause" of a lease created but not locked.
+     */
+    private static boolean tryLockPending(Libc libc, SharedDirectory directory, FileDescriptor fd, String pending) {
+        try {
+            return libc.tryFlock(fd, LockFlags.LOCK_EX | LockFlags.LOCK_NB);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot lock lease " + directory.path().resolve(pending) + ": " + e.errnoName() + " ("
+                    + e.getMessage() + "); " + directory.lockRemedy(e), e);
         }
     }
 

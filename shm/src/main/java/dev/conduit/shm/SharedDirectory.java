@@ -138,6 +138,20 @@ public final class SharedDirectory implements AutoCloseable {
         };
     }
 
+    /**
+     * What to do about {@code e}, a failure of {@code flock} on a lease in this directory other than
+     * "held" ({@link OwnerLease#acquire}): every owner is judged by the lock on its lease, so a
+     * directory whose file system grants none can hold no owner. The wording of the same case for
+     * a device-DAX stand-in file ({@code DevdaxProvider}'s lock remedy).
+     */
+    public String lockRemedy(ErrnoException e) {
+        return Errno.remedy(e.errno(), "the file system of " + path + " grants no file locks (flock), by which every owner "
+                + "there is judged alive: a network file system whose lock service (NFS's lockd) did not answer or that is "
+                + "mounted without locks (nolock), or a FUSE one; set " + configKey + " to a directory on a local file system, "
+                + "such as a tmpfs (/dev/shm)" + (e.errno() == Errno.ENOLCK
+                ? "; or the kernel is out of memory for lock records: retry when memory is free" : ""));
+    }
+
     /** Whether {@link #path()} still names the directory this object opened (same device and inode), not one removed since. */
     private boolean stillThere() {
         try {

@@ -728,6 +728,28 @@ class OwnerLeaseTest {
         }
     }
 
+    /**
+     * A shared directory on a file system that grants no locks ({@code flock}: {@code ENOLCK}, an
+     * NFS mount whose lock manager does not answer, or one mounted without lock support): no lease
+     * can be held there, so no owner there can be judged, and the only remedy is another directory.
+     * Until 2026-12-07 the error said "see the cause", which names no remedy, and "cannot create
+     * lease" of a lease that was created and could not be locked.
+     */
+    @Test
+    void aDirectoryWhoseFileSystemGrantsNoLocksIsAnErrorNamingTheRemedy() throws Exception {
+        Libc noLocks = flockFailing(dev.conduit.linux.Errno.ENOLCK);
+        try (SharedDirectory directory = SharedDirectory.open(noLocks, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThatThrownBy(() -> OwnerLease.acquire(noLocks, directory, "conduit-test"))
+                    .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageContaining("ENOLCK")
+                    .hasMessageNotContaining("see the cause")
+                    .hasMessageContaining("cannot lock lease " + shared)
+                    .hasMessageContaining("/dev/shm")
+                    .hasMessageContaining("shared.dir (CONDUIT_SHARED_DIR)");
+        }
+        assertThat(shared).as("no pending lease left").isEmptyDirectory();
+    }
+
     /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
     private static Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
         Libc real = Linux.libc();
@@ -735,6 +757,22 @@ class OwnerLeaseTest {
                 (proxy, method, args) -> {
                     if (method.getName().equals("unlinkat") && fails.test((String) args[1])) {
                         throw new dev.conduit.linux.ErrnoException("unlinkat", errno, (String) args[1], "injected by the test");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    /** The real libc, except that every {@code flock} fails with {@code errno}. */
+    private static Libc flockFailing(int errno) {
+        Libc real = Linux.libc();
+        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("tryFlock")) {
+                        throw new dev.conduit.linux.ErrnoException("flock", errno, args[0].toString(), "injected by the test");
                     }
                     try {
                         return method.invoke(real, args);
