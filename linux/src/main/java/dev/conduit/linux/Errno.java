@@ -448,7 +448,16 @@ public final class Errno {
      * caller's remedy for what the call was about.
      */
     public static String remedy(int errno, String otherwise) {
-        return errno == EMFILE || errno == ENFILE ? shortageRemedy(errno) : otherwise;
+        return isShortage(errno) ? shortageRemedy(errno) : otherwise;
+    }
+
+    /**
+     * Whether {@code errno} is a shortage of file descriptors, this process's ({@link #EMFILE}) or
+     * the system's ({@link #ENFILE}): one that passes once some are closed, not a fault of what the
+     * call was about.
+     */
+    public static boolean isShortage(int errno) {
+        return errno == EMFILE || errno == ENFILE;
     }
 
     /**

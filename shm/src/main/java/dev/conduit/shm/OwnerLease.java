@@ -683,8 +683,10 @@ public final class OwnerLease implements AutoCloseable {
                 try {
                     fd = directory.openLease(name);
                 } catch (ErrnoException e) {
-                    if (locked.isEmpty()) continue; // gone already, or not a regular file we may open: not ours to judge
-                    // Perhaps for want of the descriptors this reclaim holds: give them back, and try once more.
+                    // Gone already, not a regular file, another user's: not ours to judge. Only a shortage of descriptors may be
+                    // this reclaim's own doing, by the leases it holds: give them back, and try once more. (Any failure used
+                    // to, and another user's lease among dead owners cost a listing of the whole directory each.)
+                    if (locked.isEmpty() || !Errno.isShortage(e.errno())) continue;
                     removeFilesOf(libc, directory, prefix, locked, removed, listener, dryRun);
                     try {
                         fd = directory.openLease(name);

@@ -1,5 +1,6 @@
 package dev.conduit.shm;
 
+import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.spi.Chunk;
@@ -1902,8 +1903,8 @@ public final class ShmTransport implements Transport {
      * announcing a huge ring, and must not be able to hold this worker's queue with it.
      */
     private static boolean isShortage(Throwable failure) {
-        String errno = firstErrno(failure);
-        return "EMFILE".equals(errno) || "ENFILE".equals(errno);
+        ErrnoException e = firstCause(failure, ErrnoException.class);
+        return e != null && Errno.isShortage(e.errno());
     }
 
     /** The errno name of the first {@link ErrnoException} among {@code failure} and its causes, or null. */

@@ -750,6 +750,86 @@ class OwnerLeaseTest {
         assertThat(shared).as("no pending lease left").isEmptyDirectory();
     }
 
+    /**
+     * A shared {@code /dev/shm} where other users run Conduit too: their {@code 0600} leases do not
+     * open for this user ({@code EACCES}; here the open of each fails so), and their names lie among
+     * this user's dead owners' leases in the sorted listing. The reclaim's javadoc promises one
+     * listing, and one more per batch of 64 dead owners. Until 2026-12-07 every lease that failed
+     * to open while a dead owner was locked was taken for a shortage of descriptors, and the batch
+     * flushed (a listing of the whole directory) before it was tried again: a listing per other
+     * user's lease (108 for 200 dead owners), quadratic in the directory's size again.
+     */
+    @Test
+    void otherUsersLeasesAmongDeadOwnersCostTheReclaimNoListingEach() throws Exception {
+        Libc real = Linux.libc();
+        java.util.concurrent.atomic.AtomicInteger listings = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.Set<String> otherUsers = new java.util.HashSet<>();
+        int deadOwners = 200;
+        for (int i = 0; i < deadOwners; i++) {
+            String owner = SharedDirectory.randomId();
+            java.nio.file.Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", owner))); // unlocked: its owner is dead
+            java.nio.file.Files.createFile(shared.resolve("conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk"));
+            String other = OwnerLease.leaseName("conduit-test", SharedDirectory.randomId());
+            java.nio.file.Files.createFile(shared.resolve(other));
+            otherUsers.add(other);
+        }
+        Libc counting = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("listDirectory")) listings.incrementAndGet();
+                    if (method.getName().equals("openBeneath") && otherUsers.contains((String) args[1])) {
+                        throw new dev.conduit.linux.ErrnoException("openat2", dev.conduit.linux.Errno.EACCES, (String) args[1],
+                                "another user's 0600 lease");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (SharedDirectory directory = SharedDirectory.open(counting, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            List<String> removed = OwnerLease.reclaimDead(counting, directory, "conduit-test");
+            assertThat(removed).hasSize(2 * deadOwners);
+            assertThat(listings.get()).as("listings of the directory for " + deadOwners + " dead owners among as many other users' leases")
+                    .isLessThanOrEqualTo(1 + 1 + deadOwners / 64);
+        }
+    }
+
+    /**
+     * The other side of {@link #otherUsersLeasesAmongDeadOwnersCostTheReclaimNoListingEach}: a lease
+     * that fails to open for want of descriptors ({@code EMFILE}) while the reclaim holds dead
+     * owners' leases locked may fail for those very descriptors, so the reclaim removes their files,
+     * releases them, and opens it again: its owner's files go in the same reclaim.
+     */
+    @Test
+    void aLeaseThatFailsToOpenForWantOfDescriptorsWhileDeadOwnersAreLockedIsOpenedAgainOnceTheyAreReleased() throws Exception {
+        Libc real = Linux.libc();
+        String first = "0123456789abcdef0123456789abcdef";
+        String second = "fedcba9876543210fedcba9876543210";
+        for (String owner : List.of(first, second)) {
+            java.nio.file.Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", owner))); // unlocked: its owner is dead
+            java.nio.file.Files.createFile(shared.resolve("conduit-test-" + owner + "-1.chunk"));
+        }
+        java.util.concurrent.atomic.AtomicBoolean shortage = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Libc shortOnce = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("openBeneath") && args[1].equals(OwnerLease.leaseName("conduit-test", second))
+                            && shortage.getAndSet(false)) {
+                        throw new dev.conduit.linux.ErrnoException("openat2", dev.conduit.linux.Errno.EMFILE, (String) args[1],
+                                "injected by the test");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (SharedDirectory directory = SharedDirectory.open(shortOnce, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThat(OwnerLease.reclaimDead(shortOnce, directory, "conduit-test")).hasSize(4);
+        }
+        assertThat(shortage).as("the second lease's open failed once").isFalse();
+        assertThat(shared).isEmptyDirectory();
+    }
+
     /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
     private static Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
         Libc real = Linux.libc();
