@@ -253,7 +253,8 @@ public final class OwnerLease implements AutoCloseable {
      * ({@link #isNoLeaseOf}).
      *
      * @throws ErrnoException when no lease is held and one could not be judged (a shortage, an
-     *         I/O error, a file of {@code user} that does not open)
+     *         I/O error, a file of {@code user} that does not open), or the directory could not be
+     *         listed to find them (the listing's own, out of descriptors: {@code EMFILE})
      */
     public static boolean anyOwnerAlive(Libc libc, SharedDirectory directory, String prefix, long connection, int user) {
         return heldLeaseOf(libc, directory, prefix, connection, user) != null;
@@ -270,8 +271,17 @@ public final class OwnerLease implements AutoCloseable {
      */
     public static String heldLeaseOf(Libc libc, SharedDirectory directory, String prefix, long connection, int user) {
         String ownerStart = String.format("%08x", connection >>> 32);
+        List<String> names;
+        try {
+            names = directory.list(prefix + "-" + ownerStart);
+        } catch (ConduitException e) {
+            // A question that cannot list is unjudged too: the caller's "no telling now" catches the ErrnoException, and
+            // used to let the listing's ConduitException out of its liveness check, which then skipped its closes and reclaim.
+            if (e.getCause() instanceof ErrnoException listing) throw listing;
+            throw e;
+        }
         ErrnoException unjudged = null;
-        for (String name : directory.list(prefix + "-" + ownerStart)) {
+        for (String name : names) {
             if (!name.endsWith(LEASE) || !isOwnerId(name.substring(prefix.length() + 1, name.length() - LEASE.length()))) continue;
             try {
                 if (isAlive(libc, directory, name, user)) return name;

@@ -2158,7 +2158,8 @@ public final class ShmTransport implements Transport {
             }
         } catch (ErrnoException e) {
             // A lease that does not open, for a reason that proves nothing (OwnerLease#isNoLeaseOf: out of descriptors, a
-            // permission): no telling now; the next liveness check looks again, and this one still finishes closes.
+            // permission), or a directory that does not list (OwnerLease#heldLeaseOf throws the listing's ErrnoException):
+            // no telling now; the next liveness check looks again, and this one still finishes closes.
             return false;
         }
         if (!dead) {

@@ -830,6 +830,38 @@ class OwnerLeaseTest {
         assertThat(shared).isEmptyDirectory();
     }
 
+    /**
+     * {@link OwnerLease#anyOwnerAlive} and {@link OwnerLease#heldLeaseOf} promise an
+     * {@code ErrnoException} "when no lease is held and one could not be judged (a shortage ...)",
+     * and the receiver's judgment of a taken record at its queue's head catches just that
+     * ({@code ShmTransport#unblockHeadRecord}: "no telling now; the next liveness check looks again,
+     * and this one still finishes closes"). Out of descriptors, the listing the question starts
+     * with fails first; until 2026-12-07 that threw the plain {@code ConduitException} of
+     * {@link SharedDirectory#list}, which that catch let through: the liveness check threw out of
+     * {@code progress()}, skipping its closes and reclaim, at every check while the shortage lasted.
+     */
+    @Test
+    void aQuestionAboutAnOwnerTagThatCannotListTheDirectoryThrowsTheErrnoExceptionItPromises() throws Exception {
+        Libc real = Linux.libc();
+        Libc noDescriptors = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("listDirectory")) {
+                        throw new dev.conduit.linux.ErrnoException("openat", dev.conduit.linux.Errno.EMFILE, ".", "injected by the test");
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (SharedDirectory directory = SharedDirectory.open(noDescriptors, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThatThrownBy(() -> OwnerLease.anyOwnerAlive(noDescriptors, directory, "conduit-test-worker", 0x01234567_00000001L,
+                    real.geteuid())).isInstanceOf(dev.conduit.linux.ErrnoException.class).hasMessageContaining("EMFILE");
+            assertThatThrownBy(() -> OwnerLease.heldLeaseOf(noDescriptors, directory, "conduit-test-worker", 0x01234567_00000001L,
+                    real.geteuid())).isInstanceOf(dev.conduit.linux.ErrnoException.class);
+        }
+    }
+
     /** The real libc, except that {@code unlinkat} of a name {@code fails} accepts fails with {@code errno}. */
     private static Libc unlinkFailing(java.util.function.Predicate<String> fails, int errno) {
         Libc real = Linux.libc();
