@@ -544,14 +544,36 @@ public final class OwnerLease implements AutoCloseable {
 
     /** Uids are unsigned: no value of {@code user} can stand for "any user", hence {@code ofUser}. */
     private static boolean isAlive(Libc libc, SharedDirectory directory, String leaseName, boolean ofUser, int user) {
-        try (FileDescriptor probe = directory.openLease(leaseName)) {
+        FileDescriptor held = openIfHeld(libc, directory, leaseName, ofUser, user);
+        if (held == null) return false;
+        held.close();
+        return true;
+    }
+
+    /**
+     * {@link #isAlive(Libc, SharedDirectory, String, int)}, keeping what it opened: the lease's
+     * read-only descriptor when its owner holds it, which the caller closes; null when it does not.
+     * A {@code flock} on that descriptor keeps telling the truth after the lease lost its name (a
+     * cleaner's unlink), where a look by name then finds nothing ({@link ExporterLease}).
+     */
+    static FileDescriptor openIfHeld(Libc libc, SharedDirectory directory, String leaseName, int user) {
+        return openIfHeld(libc, directory, leaseName, true, user);
+    }
+
+    private static FileDescriptor openIfHeld(Libc libc, SharedDirectory directory, String leaseName, boolean ofUser, int user) {
+        FileDescriptor probe = null;
+        try {
+            probe = directory.openLease(leaseName);
             if (ofUser && (libc.fstat(probe).uid() != user
-                    || UserNamespace.current().mayBeUnmapped(Integer.toUnsignedLong(user)) && !UserNamespace.ownsFile(libc, probe))) {
-                return false;
+                    || UserNamespace.current().mayBeUnmapped(Integer.toUnsignedLong(user)) && !UserNamespace.ownsFile(libc, probe))
+                    || libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB)) {
+                probe.close(); // the lock taken for an instant goes with it
+                return null;
             }
-            return !libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB);
-        } catch (ErrnoException e) {
-            if (isNoLease(e)) return false;
+            return probe;
+        } catch (RuntimeException | Error e) {
+            if (probe != null) probe.closeAfter(e);
+            if (e instanceof ErrnoException errno && isNoLease(errno)) return null;
             throw e;
         }
     }

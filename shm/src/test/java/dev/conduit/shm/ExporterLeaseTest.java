@@ -113,6 +113,55 @@ class ExporterLeaseTest {
         }
     }
 
+    /**
+     * A cleaner (systemd-logind's {@code RemoveIPC=yes}, a tmpfiles rule) removes the lease while its
+     * exporter lives and holds its lock: {@code ChunkMapping#exporterState} promises to judge
+     * "something the exporter holds for as long as it lives and the kernel drops when it dies", and
+     * that once {@code DEAD} it never says {@code ALIVE} again; a consumer that takes back what a
+     * {@code DEAD} exporter held (guarantees: a lock word, slots) then takes it from a live process.
+     * Until 2026-12-07 every look went by name, found nothing and read {@code DEAD}, for good, while
+     * the exporter lived; now the descriptor the first look found held is kept and locked again.
+     */
+    @Test
+    void anExporterWhoseLeaseACleanerRemovedWhileItLivesIsNotJudgedDead() throws Exception {
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, KEY);
+             OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test")) {
+            ExporterLease exporter = ExporterLease.of(libc, shared, KEY, "conduit-test", lease.newFileName(".chunk"), libc.geteuid());
+            assertThat(exporter.state()).isEqualTo(ExporterState.ALIVE);
+            Files.delete(lease.path()); // the cleaner
+            assertThat(lease.isRemoved()).as("the exporter lives, its lock held on the removed lease").isTrue();
+            assertThat(exporter.state()).as("a live exporter whose lease lost its name").isEqualTo(ExporterState.ALIVE);
+            lease.close();
+            assertThat(exporter.state()).as("its close releases the lock on the lease it kept").isEqualTo(ExporterState.DEAD);
+        }
+    }
+
+    /**
+     * The descriptor a look keeps is one per exporter, not one per mapping (an importer may cache
+     * thousands of one exporter's chunks), and the last mapping's unmap gives it back.
+     */
+    @Test
+    void theMappingsOfOneExporterShareOneKeptDescriptorOfItsLeaseWhichTheLastCloseGivesBack() throws Exception {
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, KEY);
+             OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test")) {
+            int before = ExporterLease.keptLeases();
+            ExporterLease first = ExporterLease.of(libc, shared, KEY, "conduit-test", lease.newFileName(".chunk"), libc.geteuid());
+            ExporterLease second = ExporterLease.of(libc, shared, KEY, "conduit-test", lease.newFileName(".chunk"), libc.geteuid());
+            assertThat(ExporterLease.keptLeases()).as("nothing kept before a look").isEqualTo(before);
+            assertThat(first.state()).isEqualTo(ExporterState.ALIVE);
+            assertThat(second.state()).isEqualTo(ExporterState.ALIVE);
+            assertThat(ExporterLease.keptLeases()).as("one descriptor for both").isEqualTo(before + 1);
+            first.close();
+            first.close(); // idempotent: the other's share stays
+            assertThat(second.state()).isEqualTo(ExporterState.ALIVE);
+            assertThat(ExporterLease.keptLeases()).isEqualTo(before + 1);
+            second.close();
+            assertThat(ExporterLease.keptLeases()).as("the last close gives it back").isEqualTo(before);
+            assertThat(second.state()).as("a closed one looks by name").isEqualTo(ExporterState.ALIVE);
+            assertThat(ExporterLease.keptLeases()).as("and keeps nothing once closed").isEqualTo(before);
+        }
+    }
+
     /** This process's libc, but opening a {@code .lease} fails with {@code errno}. */
     private Libc refusingLeases(int errno) {
         return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},

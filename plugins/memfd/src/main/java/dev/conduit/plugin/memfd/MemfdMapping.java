@@ -57,11 +57,15 @@ final class MemfdMapping implements ChunkMapping {
         return exporter == null ? ExporterState.UNKNOWN : exporter.state();
     }
 
-    /** Unmaps, once; later calls do nothing. */
+    /** Unmaps, once, and gives back the exporter's lease its looks kept open ({@link ExporterLease#close}); later calls do nothing. */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            arena.close();
+            try {
+                arena.close();
+            } finally {
+                if (exporter != null) exporter.close();
+            }
         }
     }
 

@@ -102,12 +102,14 @@ final class FileMapping implements ChunkMapping {
     /**
      * Unmaps, once. If another thread is inside a native call on the segment, the arena refuses
      * ({@link IllegalStateException}) and the mapping stays open, so that a later close can succeed.
+     * An import's unmap gives back the exporter's lease its looks kept open ({@link ExporterLease#close}).
      */
     @Override
     public synchronized void close() {
         if (closed) return;
         arena.close();
         closed = true;
+        if (exporter != null) exporter.close();
     }
 
     /** Whether {@link #close()} has unmapped it. */
