@@ -33,11 +33,15 @@ final class Wire {
         }
     }
 
-    /** Connects to {@code socketPath}, sends {@code request}, and reads until the server closes. */
+    /**
+     * Connects to {@code socketPath}, sends {@code request}, and reads until the server closes. An
+     * empty request is a client that sends nothing: no send at all, which a server that refuses it
+     * as it connects and closes would otherwise make fail now and then with {@code EPIPE}.
+     */
     static Reply exchange(Libc libc, String socketPath, byte[] request) {
         try (FileDescriptor socket = libc.socket(SocketFlags.SOCK_STREAM)) {
             libc.connect(socket, socketPath);
-            libc.sendmsg(socket, MemorySegment.ofArray(request));
+            if (request.length > 0) libc.sendmsg(socket, MemorySegment.ofArray(request));
             byte[] buffer = new byte[64];
             int received = 0;
             List<FileDescriptor> fds = new ArrayList<>();
