@@ -562,15 +562,36 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         long remote = remoteAddress(target, offset, 8, op);
         if ((remote & 7) != 0) {
             // Posted, the adapter would fail the work request and with it the queue pair: only this call is wrong.
-            throw new IllegalArgumentException("verbs: " + op + " needs an 8-byte aligned word, and payload.address 0x"
-                    + Long.toHexString(lastPayload.address()) + " + chunk offset " + target.chunkOffset() + " + offset " + offset
-                    + " is 0x" + Long.toHexString(remote) + ": use an offset that makes it a multiple of 8");
+            throw misalignedWord(op, target, offset, remote);
         }
         int slot = takeSlot();
         long at = (long) slot * transport.bufferSize;
         post(slot, opcode, at, 8, remote, lastPayload.rkey(), compareAdd, swap);
         awaitDone(slot); // its buffer, free again with the completion, is read before anything takes one
         return ring.memory().get(ValueLayout.JAVA_LONG, at);
+    }
+
+    /**
+     * An atomic's word off an 8-byte boundary. The runtime lets through only offsets that are a
+     * multiple of 8 ({@code RuntimeEndpoint.checkWord}), so the word is misaligned because the peer's
+     * handle placed the region there, and no offset the application may pass fixes it: said so, in
+     * the shared-memory transports' words ({@code ShmEndpoint.misalignedWord}), rather than asking for
+     * another offset. An offset that is itself no multiple of 8 comes only from a caller that bypasses
+     * the runtime, and is named as such.
+     */
+    private IllegalArgumentException misalignedWord(String op, RemoteRegion region, long offset, long remote) {
+        long start = lastPayload.address() + region.chunkOffset();
+        if ((start & 7) == 0) {
+            return new IllegalArgumentException("verbs: " + op + " at offset " + offset + " of the peer's region: the offset is "
+                    + "not a multiple of 8, so the word at 0x" + Long.toHexString(remote) + " is not aligned as the adapter's "
+                    + "atomics need; use an offset that is a multiple of 8");
+        }
+        return new IllegalArgumentException("verbs: " + op + " at offset " + offset + " of the peer's region: the region starts at 0x"
+                + Long.toHexString(start) + " (payload.address 0x" + Long.toHexString(lastPayload.address()) + " + chunk offset "
+                + region.chunkOffset() + ", as its handle says), off an 8-byte boundary, so none of its words is aligned as the "
+                + "adapter's atomics need. A Conduit pool places every region on a 64-byte boundary of a page-aligned chunk: this "
+                + "handle was made otherwise, or altered; have the peer export a region of a pool for atomics (put and get need no "
+                + "alignment)");
     }
 
     @Override

@@ -1412,7 +1412,7 @@ class LoopbackTransportTest {
         RemoteRegion region = TestWorker.region(memory, chunk, 0, 4096);
         RemoteRegion shifted = TestWorker.region(memory, chunk, 4, 64);
         assertThatThrownBy(() -> e.fetchAdd(region, 4, 1)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("fetchAdd needs an 8-byte aligned word").hasMessageContaining("payload.address");
+                .hasMessageContaining("fetchAdd at offset 4 of the peer's region: the offset is not a multiple of 8");
         assertThatThrownBy(() -> e.compareAndSwap(shifted, 0, 0, 1)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("chunk offset 4");
         assertThat(e.fetchAdd(region, 8, 5)).as("the endpoint still works").isZero();
@@ -1421,6 +1421,34 @@ class LoopbackTransportTest {
             a.transport.progress();
         }
         assertThat(a.failures).isEmpty();
+        memory.free(chunk);
+    }
+
+    /**
+     * A region whose handle places it off an 8-byte boundary of its chunk (no pool does: a handle made
+     * otherwise, or altered) has no aligned word: an atomic on it must name the region's start, as the
+     * shared-memory transports' do. The runtime lets through only offsets that are a multiple of 8
+     * ({@code RuntimeEndpoint.checkWord}); until 2026-12-07 the refusal said "use an offset that makes
+     * it a multiple of 8", asking the application for an offset that the runtime refuses: no offset it
+     * may pass makes this word aligned.
+     */
+    @Test
+    void anAtomicOnARegionThatStartsOffAnEightByteBoundaryNamesTheRegionsStartNotTheApplicationsOffset() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4096);
+        RemoteRegion shifted = TestWorker.region(memory, chunk, 4, 64);
+        for (Throwable refused : List.of(catchThrowable(() -> e.fetchAdd(shifted, 8, 1)),
+                catchThrowable(() -> e.compareAndSwap(shifted, 8, 0, 1)))) {
+            assertThat(refused).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("chunk offset 4, as its handle says), off an 8-byte boundary")
+                    .hasMessageContaining("have the peer export a region of a pool for atomics")
+                    .as("a remedy the runtime allows: every offset it lets through is a multiple of 8, which leaves this word misaligned")
+                    .hasMessageNotContaining("use an offset that makes it a multiple of 8");
+        }
         memory.free(chunk);
     }
 
