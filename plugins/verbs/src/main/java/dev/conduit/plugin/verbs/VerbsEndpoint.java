@@ -559,6 +559,13 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             throw new NotSupportedException("verbs: " + op + " needs RDMA atomics, and device " + transport.domain.deviceName()
                     + " has none (atomic_cap " + VerbsAbi.atomics(transport.domain.atomicCap()) + ")");
         }
+        if (!peer.remoteAtomics()) {
+            // Its device registers its chunks, and sets up its queue pairs, without IBV_ACCESS_REMOTE_ATOMIC: posted, the
+            // atomic would be a remote access error, which fails this endpoint and the peer's inbound connection.
+            throw new NotSupportedException("verbs: " + op + " needs RDMA atomics at the peer too, and the device of the peer at "
+                    + peerName + " has none (atomic_cap none, as its address says), so its regions take no remote atomics; "
+                    + "put and get on them still work. Export the word from a process whose device has atomics");
+        }
         long remote = remoteAddress(target, offset, 8, op);
         if ((remote & 7) != 0) {
             // Posted, the adapter would fail the work request and with it the queue pair: only this call is wrong.

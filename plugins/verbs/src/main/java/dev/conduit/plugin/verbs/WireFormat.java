@@ -16,7 +16,8 @@ import java.util.Arrays;
  * <h2>Transport address (the worker address entry)</h2>
  * <pre>
  * field             encoding   rule on decode
- * version           u8         2 (1 until 2026-12-06: an address without responder.depth)
+ * version           u8         3 (2 until 2026-12-07: an address without remote.atomics; 1 until 2026-12-06: without
+ *                              responder.depth either)
  * token             16 bytes   random per transport; the wire-up request must present it
  * port              u8         1..255
  * link.layer        u8         0 (unspecified, i.e. InfiniBand), 1 (InfiniBand), 2 (Ethernet: RoCE)
@@ -28,6 +29,10 @@ import java.util.Arrays;
  *                              most bytes one RDMA WRITE or READ of the peer moves
  * responder.depth   u8         1..255: the RDMA READs and atomics the transport's queue pairs take in flight
  *                              (its device's max_qp_rd_atom, at most 255); a peer keeps no more in flight
+ * remote.atomics    u8         0 or 1: whether the transport's device does RDMA atomics (atomic_cap not
+ *                              IBV_ATOMIC_NONE), so that its pools' chunks and inbound queue pairs grant peers
+ *                              IBV_ACCESS_REMOTE_ATOMIC; a peer refuses fetchAdd and compareAndSwap on its regions
+ *                              when 0, before posting
  * wireup.host       string     an IPv4 or IPv6 literal (never a name to resolve)
  * wireup.port       u16        1..65535
  * </pre>
@@ -46,7 +51,7 @@ import java.util.Arrays;
  * mtu               u8         1..5
  * credit.address    u64        request only: where the acceptor RDMA-writes the count of re-posted receives; not 0
  * credit.rkey       u32        request only
- * sender.address    u16 length request only: the connector's own transport address (above), 52..115 bytes, decoded
+ * sender.address    u16 length request only: the connector's own transport address (above), 53..116 bytes, decoded
  *                   + bytes    as an address is (its fields named wireup.sender.address.*): what the acceptor's
  *                              senderAddress gives for the connection's messages, so that they can be answered
  * </pre>
@@ -60,7 +65,9 @@ import java.util.Arrays;
  * <p>Address version 2 added {@code responder.depth}. A version-1 address (a peer's, or the
  * connector's in a wire-up request) is refused naming both versions, as a version-1 process refuses
  * a version-2 one; without the bump a version-1 reader would have read the field as the first byte
- * of {@code wireup.host}'s length.
+ * of {@code wireup.host}'s length. Address version 3 added {@code remote.atomics}, refused and
+ * refusing the same way: without the bump a version-2 reader would have read it as the first byte
+ * of {@code wireup.host}'s length, and a version-3 reader a version-2 address's host length as it.
  *
  * <h2>Region payload</h2> (the plugin's part of an IPC handle of a chunk of the verbs memory provider)
  * <pre>
@@ -69,7 +76,7 @@ import java.util.Arrays;
  */
 final class WireFormat {
 
-    static final int ADDRESS_VERSION = 2;
+    static final int ADDRESS_VERSION = 3;
     static final int TOKEN_LENGTH = 16;
     static final int WIREUP_MAGIC = 0x55575643;
     static final int WIREUP_VERSION = 2;
@@ -85,9 +92,9 @@ final class WireFormat {
     static final int MAX_HOST = 64;
     /**
      * An address's bytes before {@code wireup.host}: version, token, port, link layer, LID, GID, MTU, receive buffers, buffer
-     * size, responder depth.
+     * size, responder depth, remote atomics.
      */
-    private static final int ADDRESS_FIXED = 1 + TOKEN_LENGTH + 1 + 1 + 2 + 16 + 1 + 4 + 4 + 1;
+    private static final int ADDRESS_FIXED = 1 + TOKEN_LENGTH + 1 + 1 + 2 + 16 + 1 + 4 + 4 + 1 + 1;
     /** The shortest address: a host of one character ("0" is 0.0.0.0 to {@link InetAddress#ofLiteral}). */
     static final int MIN_ADDRESS_LENGTH = ADDRESS_FIXED + 2 + 1 + 2;
     /** The longest address: a host of {@link #MAX_HOST} bytes. */
@@ -96,13 +103,16 @@ final class WireFormat {
     private WireFormat() {
     }
 
-    /** A decoded transport address. */
+    /**
+     * A decoded transport address; {@code remoteAtomics}: whether the transport's device does RDMA
+     * atomics, so that its regions take a peer's fetchAdd and compareAndSwap.
+     */
     record Address(byte[] token, int port, int linkLayer, int lid, byte[] gid, int mtu, int receiveBuffers, int bufferSize,
-                   int responderDepth, String host, int tcpPort) {
+                   int responderDepth, boolean remoteAtomics, String host, int tcpPort) {
 
         byte[] encode() {
             return new PayloadWriter().u8(ADDRESS_VERSION).bytes(token).u8(port).u8(linkLayer).u16(lid).bytes(gid).u8(mtu)
-                    .u32(receiveBuffers).u32(bufferSize).u8(responderDepth).string(host).u16(tcpPort).toByteArray();
+                    .u32(receiveBuffers).u32(bufferSize).u8(responderDepth).u8(remoteAtomics ? 1 : 0).string(host).u16(tcpPort).toByteArray();
         }
 
         static Address decode(PayloadReader r) {
@@ -140,6 +150,10 @@ final class WireFormat {
                 // A peer whose device takes none refuses to open: a 0 here would reach ibv_modify_qp as max_rd_atomic, an EINVAL.
                 throw r.invalid("responder.depth", "0 RDMA READs and atomics in flight, where a peer takes 1 to " + MAX_READ_DEPTH);
             }
+            int remoteAtomics = r.u8("remote.atomics");
+            if (remoteAtomics > 1) {
+                throw r.invalid("remote.atomics", remoteAtomics + " is neither 0 (the device does no RDMA atomics) nor 1");
+            }
             String host = r.string("wireup.host", MAX_HOST);
             if (!isIpLiteral(host)) {
                 throw r.invalid("wireup.host", "'" + PayloadReader.printable(host) + "' is not an IPv4 or IPv6 address (names are never resolved)");
@@ -149,7 +163,8 @@ final class WireFormat {
                 throw r.invalid("wireup.port", "TCP port 0");
             }
             r.end("wireup.port");
-            return new Address(token, port, linkLayer, lid, gid, mtu, (int) receiveBuffers, (int) bufferSize, responderDepth, host, tcpPort);
+            return new Address(token, port, linkLayer, lid, gid, mtu, (int) receiveBuffers, (int) bufferSize, responderDepth, remoteAtomics == 1, host,
+                    tcpPort);
         }
     }
 

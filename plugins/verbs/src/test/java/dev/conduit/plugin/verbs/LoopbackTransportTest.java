@@ -226,6 +226,41 @@ class LoopbackTransportTest {
     }
 
     /**
+     * The exporter's device decides too: one without atomics registers its chunks, and grants its
+     * queue pairs, no remote atomics (VerbsDomain.access), so an atomic posted to it is refused by
+     * its adapter, which fails the work request, this endpoint and the exporter's inbound connection
+     * (a class C error). Its address says so ({@code remote.atomics}), and the connector refuses the
+     * atomic before posting, as it refuses one on a device of its own without atomics. Until
+     * 2026-12-07 nothing in the wire-up or the region's payload told the connector, whose check of its
+     * own {@code atomic_cap} let the call through: the application got the endpoint's
+     * PeerFailedException blaming the region's key ({@code IBV_WC_REM_ACCESS_ERR}), its queued
+     * messages discarded.
+     */
+    @Test
+    void anAtomicOnARegionOfAPeerWhoseDeviceHasNoAtomicsIsRefusedAndLeavesTheEndpointUsable() {
+        verbs.atomicCap(VerbsAbi.IBV_ATOMIC_NONE);
+        TestWorker b = peer();
+        MemoryProvider memory = b.memory();
+        closing.add(memory);
+        Chunk chunk = memory.allocate(4096);
+        verbs.atomicCap(VerbsAbi.IBV_ATOMIC_HCA);
+        TestWorker a = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        RemoteRegion region = TestWorker.region(memory, chunk, 0, 4096);
+        assertThat(catchThrowable(() -> e.fetchAdd(region, 0, 1))).as("a fetchAdd on the region of a peer whose device has no atomics")
+                .isInstanceOf(NotSupportedException.class)
+                .hasMessageContaining("fetchAdd needs RDMA atomics at the peer too, and the device of the peer at ")
+                .hasMessageContaining("has none (atomic_cap none, as its address says)")
+                .hasMessageContaining("put and get on them still work");
+        assertThat(catchThrowable(() -> e.compareAndSwap(region, 0, 0, 1))).isInstanceOf(NotSupportedException.class);
+        e.put(bytes("still works"), region, 0);
+        e.flush();
+        assertThat(chunk.segment().getString(0)).as("what the put wrote after the refusals").isEqualTo("still works");
+        assertThat(a.failures).isEmpty();
+        memory.free(chunk);
+    }
+
+    /**
      * A region that claims more than its registered chunk (a forged or damaged handle), and a
      * negative offset, fail only the call, before anything is posted: posted, the adapter would
      * fail the work request and with it the connection.
@@ -506,7 +541,7 @@ class LoopbackTransportTest {
             port = s.getLocalPort();
         }
         byte[] address = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
-                VerbsAbi.IBV_MTU_1024, 64, 8192, 16, "127.0.0.1", port).encode();
+                VerbsAbi.IBV_MTU_1024, 64, 8192, 16, true, "127.0.0.1", port).encode();
         assertThatThrownBy(() -> a.transport.connect(new PayloadReader(address), c -> { }))
                 .isInstanceOf(ConduitException.class).hasMessageContaining("127.0.0.1:" + port).hasMessageContaining("wire-up listener");
     }
@@ -517,7 +552,7 @@ class LoopbackTransportTest {
         TestWorker b = peer();
         WireFormat.Address real = WireFormat.Address.decode(new PayloadReader(b.transport.address()));
         byte[] stale = new WireFormat.Address(new byte[16], real.port(), real.linkLayer(), real.lid(), real.gid(), real.mtu(),
-                real.receiveBuffers(), real.bufferSize(), real.responderDepth(), real.host(), real.tcpPort()).encode();
+                real.receiveBuffers(), real.bufferSize(), real.responderDepth(), true, real.host(), real.tcpPort()).encode();
         TransportEndpoint e = a.transport.connect(new PayloadReader(stale), a.failures::add);
         progressUntil(() -> !a.failures.isEmpty(), a, b);
         assertThat(a.failures.getFirst()).hasMessageContaining("before it replied");
@@ -736,7 +771,7 @@ class LoopbackTransportTest {
             buffer.memory().setString(0, "OVERWRITTEN by the acceptor");
             byte[] token = new byte[16];
             byte[] address = new WireFormat.Address(token, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
-                    64, 8192, 16, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
+                    64, 8192, 16, true, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
             TransportEndpoint e = b.transport.connect(new PayloadReader(address), b.failures::add);
             closing.add(e::close);
             try (SocketChannel s = server.accept()) {
@@ -776,7 +811,7 @@ class LoopbackTransportTest {
                 .bind(new InetSocketAddress("127.0.0.1", 0))) {
             byte[] token = new byte[16];
             byte[] address = new WireFormat.Address(token, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
-                    64, 8192, 16, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
+                    64, 8192, 16, true, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
             TransportEndpoint e = b.transport.connect(new PayloadReader(address), b.failures::add);
             closing.add(e::close);
             try (SocketChannel s = server.accept()) {
@@ -838,7 +873,7 @@ class LoopbackTransportTest {
 
     /** The address a {@link RawConnector} announces in its request: nothing listens behind it, only the acceptor's checks of the request matter. */
     static final byte[] ANNOUNCED = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
-            VerbsAbi.IBV_MTU_1024, 64, 8192, 16, "127.0.0.1", 9).encode();
+            VerbsAbi.IBV_MTU_1024, 64, 8192, 16, true, "127.0.0.1", 9).encode();
 
     private RawConnector rawConnector(TestWorker b, Arena arena) throws Exception {
         return rawConnector(verbs, b, arena);

@@ -93,7 +93,7 @@ final class LoopbackVerbs implements Verbs {
     static final byte[] GID = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xFF, (byte) 0xFF, 127, 0, 0, 1};
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
-    private final int atomicCap;
+    private int atomicCap;
     private final int maxCqe;
     private int completionQueueOverruns;
     private final Libc libc = Linux.libc();
@@ -344,6 +344,11 @@ final class LoopbackVerbs implements Verbs {
         maxMessageSize = bytes;
     }
 
+    /** Makes the devices opened from now on report {@code atomic_cap} {@code cap}, as {@link #readAtomicDepths} their depths. */
+    synchronized void atomicCap(int cap) {
+        atomicCap = cap;
+    }
+
     /**
      * Makes the devices opened from now on report {@code max_qp_rd_atom} {@code responder} and
      * {@code max_qp_init_rd_atom} {@code initiator}: each worker of a test opens its own device
@@ -426,6 +431,7 @@ final class LoopbackVerbs implements Verbs {
         boolean detached;
         final int maxQpRdAtom = LoopbackVerbs.this.maxQpRdAtom;
         final int maxQpInitRdAtom = LoopbackVerbs.this.maxQpInitRdAtom;
+        final int atomicCap = LoopbackVerbs.this.atomicCap;
         final long maxMessageSize = LoopbackVerbs.this.maxMessageSize;
 
         @Override

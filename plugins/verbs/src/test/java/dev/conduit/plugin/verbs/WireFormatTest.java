@@ -21,7 +21,7 @@ class WireFormatTest {
     }
 
     private static WireFormat.Address address() {
-        return new WireFormat.Address(TOKEN, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, GID, VerbsAbi.IBV_MTU_1024, 64, 8192, 16, "10.0.0.2", 4791);
+        return new WireFormat.Address(TOKEN, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, GID, VerbsAbi.IBV_MTU_1024, 64, 8192, 16, true, "10.0.0.2", 4791);
     }
 
     private static WireFormat.Address decodeAddress(byte[] bytes) {
@@ -45,7 +45,7 @@ class WireFormatTest {
         assertThat(a.host()).isEqualTo("10.0.0.2");
         assertThat(a.tcpPort()).isEqualTo(4791);
         assertThat(a.receiveBuffers()).isEqualTo(64);
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 1, 7, GID, 5, 2, 4096, 16, "fe80::1", 1).encode()).host())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 1, 7, GID, 5, 2, 4096, 16, true, "fe80::1", 1).encode()).host())
                 .isEqualTo("fe80::1");
     }
 
@@ -67,34 +67,34 @@ class WireFormatTest {
         byte[] mtu = good.clone();
         mtu[1 + 16 + 1 + 1 + 2 + 16] = 6;
         assertThat(fieldOf(() -> decodeAddress(mtu))).isEqualTo("address.verbs.mtu");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 1, 8192, 16, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 1, 8192, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.receive.buffers");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 100, 16, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 100, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
         // Records start at multiples of the buffer size and hold 8-byte fields: 4100 would misalign them.
-        assertThatThrownBy(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4100, 16, "10.0.0.2", 1).encode()))
+        assertThatThrownBy(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4100, 16, true, "10.0.0.2", 1).encode()))
                 .isInstanceOf(InvalidHandleException.class).hasMessageContaining("address.verbs.buffer.size")
                 .hasMessageContaining("not a multiple of 64").hasMessageContaining("verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE)");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4160, 16, "10.0.0.2", 1).encode()).bufferSize())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4160, 16, true, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(4160);
         // Each bound holds at its edge: the last value in, the first one out.
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 3, 0, GID, 3, 8, 8192, 16, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 3, 0, GID, 3, 8, 8192, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.link.layer");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4096, 8192, 16, "10.0.0.2", 1).encode()).receiveBuffers())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4096, 8192, 16, true, "10.0.0.2", 1).encode()).receiveBuffers())
                 .isEqualTo(4096);
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4097, 8192, 16, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4097, 8192, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.receive.buffers");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096, 16, "10.0.0.2", 1).encode()).bufferSize())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096, 16, true, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(4096);
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096 - 64, 16, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096 - 64, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 1 << 30, 16, "10.0.0.2", 1).encode()).bufferSize())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 1 << 30, 16, true, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(1 << 30);
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, (1 << 30) + 64, 16, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, (1 << 30) + 64, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "evil.example", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "evil.example", 1).encode())))
                 .isEqualTo("address.verbs.wireup.host");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "10.0.0.2", 0).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "10.0.0.2", 0).encode())))
                 .isEqualTo("address.verbs.wireup.port");
     }
 
@@ -108,11 +108,11 @@ class WireFormatTest {
     @Test
     void anAddressCarriesItsResponderDepthAndAZeroIsRefusedNamingIt() {
         assertThat(decodeAddress(address().encode()).responderDepth()).isEqualTo(16);
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 1, "10.0.0.2", 1).encode()).responderDepth())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 1, true, "10.0.0.2", 1).encode()).responderDepth())
                 .isEqualTo(1);
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 255, "10.0.0.2", 1).encode()).responderDepth())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 255, true, "10.0.0.2", 1).encode()).responderDepth())
                 .isEqualTo(255);
-        byte[] none = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 0, "10.0.0.2", 1).encode();
+        byte[] none = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 0, true, "10.0.0.2", 1).encode();
         assertThat(catchInvalid(() -> decodeAddress(none)))
                 .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.responder.depth"))
                 .hasMessageContaining("0 RDMA READs and atomics in flight, where a peer takes 1 to 255");
@@ -123,21 +123,49 @@ class WireFormatTest {
     }
 
     /**
-     * An address of version 1, an older Conduit's (no responder depth), is refused by its version,
-     * naming both and which side to upgrade; read as a version-2 address its host length would have
-     * been taken for the depth.
+     * An address of a former version, an older Conduit's, is refused by its version, naming both and
+     * which side to upgrade: read as a version-3 address, a version-2 one (no remote atomics) would
+     * have had its host length taken for the atomics flag, and a version-1 one (no responder depth
+     * either) its host length for the depth.
      */
     @Test
-    void anAddressOfTheFormerVersionIsRefusedNamingBothVersions() {
+    void anAddressOfAFormerVersionIsRefusedNamingBothVersions() {
         byte[] version1 = new PayloadWriter().u8(1).bytes(TOKEN).u8(1).u8(2).u16(0).bytes(GID).u8(3).u32(64).u32(8192).string("10.0.0.2")
                 .u16(4791).toByteArray();
+        byte[] version2 = new PayloadWriter().u8(2).bytes(TOKEN).u8(1).u8(2).u16(0).bytes(GID).u8(3).u32(64).u32(8192).u8(16)
+                .string("10.0.0.2").u16(4791).toByteArray();
         assertThat(catchInvalid(() -> decodeAddress(version1)))
                 .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.version"))
-                .hasMessageContaining("verbs address version 1, where this process's Conduit reads only version 2: the peer runs an older "
+                .hasMessageContaining("verbs address version 1, where this process's Conduit reads only version 3: the peer runs an older "
                         + "Conduit than this process; upgrade the peer");
-        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, version1).encode())))).as("a version-1 connector's request")
+        assertThat(catchInvalid(() -> decodeAddress(version2)))
+                .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.version"))
+                .hasMessageContaining("verbs address version 2, where this process's Conduit reads only version 3: the peer runs an older "
+                        + "Conduit than this process; upgrade the peer");
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, version2).encode())))).as("a version-2 connector's request")
                 .isEqualTo("wireup.sender.address.version");
-        assertThat(WireFormat.ADDRESS_VERSION).isEqualTo(2);
+        assertThat(WireFormat.ADDRESS_VERSION).isEqualTo(3);
+    }
+
+    /**
+     * Address version 3 added whether the transport's device does RDMA atomics, which its regions
+     * then take from peers: carried as 0 or 1, anything else refused naming the field, also inside
+     * a request's connector address.
+     */
+    @Test
+    void anAddressCarriesWhetherItsDeviceDoesAtomicsAndAnythingButZeroOrOneIsRefusedNamingIt() {
+        assertThat(decodeAddress(address().encode()).remoteAtomics()).isTrue();
+        byte[] without = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, false, "10.0.0.2", 1).encode();
+        assertThat(decodeAddress(without).remoteAtomics()).isFalse();
+        assertThat(decodeRequest(body(request(5, 1, 3, 8, without).encode())).sender().remoteAtomics()).as("the connector's")
+                .isFalse();
+        byte[] two = address().encode();
+        two[1 + 16 + 1 + 1 + 2 + 16 + 1 + 4 + 4 + 1] = 2;
+        assertThat(catchInvalid(() -> decodeAddress(two)))
+                .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.remote.atomics"))
+                .hasMessageContaining("2 is neither 0 (the device does no RDMA atomics) nor 1");
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, two).encode()))))
+                .isEqualTo("wireup.sender.address.remote.atomics");
     }
 
     private static byte[] body(byte[] framed) {
@@ -199,8 +227,8 @@ class WireFormatTest {
      */
     @Test
     void theConnectorsAddressInARequestIsValidatedAsAnAddressAndEveryBadPartIsNamed() {
-        byte[] shortest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "0", 1).encode();
-        byte[] longest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "fe80::1%" + "e".repeat(WireFormat.MAX_HOST - 8), 1)
+        byte[] shortest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "0", 1).encode();
+        byte[] longest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "fe80::1%" + "e".repeat(WireFormat.MAX_HOST - 8), 1)
                 .encode();
         assertThat(shortest.length).isEqualTo(WireFormat.MIN_ADDRESS_LENGTH);
         assertThat(longest.length).isEqualTo(WireFormat.MAX_ADDRESS_LENGTH);
@@ -216,9 +244,9 @@ class WireFormatTest {
         byte[] tooLong = Arrays.copyOf(longest, longest.length + 1);
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, tooLong).encode())))).isEqualTo("wireup.sender.address");
         // A bad field inside the address is named inside it.
-        byte[] named = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "evil.example", 1).encode();
+        byte[] named = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "evil.example", 1).encode();
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, named).encode())))).isEqualTo("wireup.sender.address.wireup.host");
-        byte[] portZero = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, "10.0.0.2", 0).encode();
+        byte[] portZero = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "10.0.0.2", 0).encode();
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, portZero).encode())))).isEqualTo("wireup.sender.address.wireup.port");
         byte[] otherVersion = address().encode();
         otherVersion[0] = WireFormat.ADDRESS_VERSION + 1;
