@@ -1365,6 +1365,29 @@ public abstract class TransportContract extends PluginContract {
     }
 
     /**
+     * Endpoint's put writes {@code [offset, offset + length)} of the peer's region and no byte around it,
+     * however the transport cuts the copy into pieces. {@link #rmaReachesThePeersExportedRegion} reads
+     * back only the range put: a verbs put whose last piece was posted at a whole send buffer's length
+     * (8 KiB), writing that buffer's stale bytes past the put's end into the peer's memory, passed it and
+     * every other test of the plugin.
+     */
+    @Test
+    public void aPutWritesNoByteOfThePeersRegionOutsideItsRange() {
+        assume(Capability.RMA);
+        PeerRegionRig rig = peerRegionRig();
+        MemorySegment target = rig.region().segment();
+        for (int[] put : new int[][] {{100, 10_000}, {1, 40_001}, {60_000, 1}}) {
+            Patterns.fill(target, 61);
+            byte[] expected = target.toArray(ValueLayout.JAVA_BYTE);
+            System.arraycopy(Patterns.bytes(put[1], 62), 0, expected, put[0], put[1]);
+            rig.endpoint().put(Patterns.segment(put[1], 62), rig.peer(), put[0]);
+            rig.endpoint().flush();
+            assertSameBytes(target.toArray(ValueLayout.JAVA_BYTE), "found in the region", expected, "expected",
+                    "the peer's whole region of " + target.byteSize() + " bytes after a put of " + put[1] + " bytes at offset " + put[0]);
+        }
+    }
+
+    /**
      * Endpoint's put: the source may be overwritten, and freed, as soon as put returns, before the
      * flush that completes the copy at the target; the target gets the bytes the source held at
      * the call. A transport that read the source later (zero-copy, at the flush) would give what
