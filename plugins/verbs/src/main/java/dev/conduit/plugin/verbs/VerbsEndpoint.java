@@ -68,6 +68,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
      * taken, and the get gives them back ({@link #giveBack}) once it copied them.
      */
     private final boolean[] awaitingCopy;
+    /** The opcode each send buffer was last posted with, so that a failed completion names the operation it served. */
+    private final int[] postedOpcodes;
     /**
      * The RDMA READs and atomics its queue pair keeps in flight ({@code max_rd_atomic}), and so, within the send buffers,
      * the parts a get has in flight.
@@ -114,6 +116,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         this.freeCount = slots;
         this.done = new boolean[slots];
         this.awaitingCopy = new boolean[slots];
+        this.postedOpcodes = new int[slots];
         this.readDepth = transport.domain.initiatorDepth(peer.responderDepth());
         this.getWindow = new int[Math.min(readDepth, slots)];
     }
@@ -308,8 +311,21 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             freeSlots[freeCount++] = index;
         }
         if (status != VerbsAbi.IBV_WC_SUCCESS) {
-            fail(Reason.UNKNOWN, "a work request failed: " + Completion.status(status) + ", vendor error 0x" + Integer.toHexString(vendorError));
+            fail(Reason.UNKNOWN, "a work request failed: " + Completion.status(status) + ", vendor error 0x" + Integer.toHexString(vendorError)
+                    + " (" + operation(postedOpcodes[index]) + ")");
         }
+    }
+
+    /** The endpoint operation a send work request of {@code opcode} serves, as its caller named it. */
+    private static String operation(int opcode) {
+        return switch (opcode) {
+            case VerbsAbi.IBV_WR_SEND -> "the SEND of a message";
+            case VerbsAbi.IBV_WR_RDMA_WRITE -> "an RDMA WRITE of a put";
+            case VerbsAbi.IBV_WR_RDMA_READ -> "an RDMA READ of a get";
+            case VerbsAbi.IBV_WR_ATOMIC_FETCH_AND_ADD -> "the atomic of a fetchAdd";
+            case VerbsAbi.IBV_WR_ATOMIC_CMP_AND_SWP -> "the atomic of a compareAndSwap";
+            default -> "opcode " + opcode;
+        };
     }
 
     @Override
@@ -419,6 +435,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
 
     private void post(int slot, int opcode, long offset, int length, long remoteAddress, int remoteKey, long compareAdd, long swap) {
         done[slot] = false;
+        postedOpcodes[slot] = opcode;
         try {
             qp.postSend(VerbsTransport.requestId(this, VerbsTransport.KIND_SLOT, slot), opcode, ring, offset, length, remoteAddress,
                     remoteKey, compareAdd, swap);

@@ -27,7 +27,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 import static dev.conduit.plugin.verbs.TestWorker.bytes;
 import static dev.conduit.plugin.verbs.TestWorker.connected;
@@ -310,6 +312,34 @@ class LoopbackTransportTest {
     }
 
     /**
+     * A failed completion names the operation whose work request it was, each send buffer keeping
+     * the opcode it was posted with: until 2026-12-07 it said only "a work request failed: STATUS",
+     * the same for a put, a get and an atomic, and the application could not tell which of its calls
+     * the endpoint failed on. Each operation here on an endpoint of its own, as the first failure
+     * fails the endpoint.
+     */
+    @Test
+    void aFailedWorkRequestNamesTheOperationItServed() {
+        RemoteRegion forged = new TestWorker.TestRegion(VerbsPlugin.NAME, 0, 4096, new WireFormat.Region(0x10000, 4096, 0x7777).encode());
+        List<Map.Entry<String, Consumer<TransportEndpoint>>> operations = List.of(
+                Map.entry("an RDMA WRITE of a put", e -> e.put(bytes("x"), forged, 0)),
+                Map.entry("an RDMA READ of a get", e -> e.get(forged, 0, MemorySegment.ofArray(new byte[8]))),
+                Map.entry("the atomic of a fetchAdd", e -> e.fetchAdd(forged, 0, 1)),
+                Map.entry("the atomic of a compareAndSwap", e -> e.compareAndSwap(forged, 0, 0, 1)));
+        for (Map.Entry<String, Consumer<TransportEndpoint>> operation : operations) {
+            TestWorker a = peer();
+            TestWorker b = peer();
+            TransportEndpoint e = connected(a.connect(b), a, b);
+            assertThat(catchThrowable(() -> {
+                operation.getValue().accept(e);
+                e.flush();
+            })).as(operation.getKey()).isInstanceOf(PeerFailedException.class)
+                    .hasMessageContaining("a work request failed: IBV_WC_REM_ACCESS_ERR")
+                    .hasMessageContaining("(" + operation.getKey() + ")");
+        }
+    }
+
+    /**
      * A remote access error fails the responder's queue pair too (InfiniBand's class C error: NAK,
      * then the error state, its receives flushed), which the simulation did not model: on a device
      * the exporter's inbound connection ends with the connector's, its messages sent before
@@ -409,7 +439,8 @@ class LoopbackTransportTest {
                 e.trySend(1, MemorySegment.NULL, bytes("x"));
                 a.transport.progress();
             }
-        }).isInstanceOf(PeerFailedException.class).hasMessageContaining("IBV_WC_RETRY_EXC_ERR");
+        }).isInstanceOf(PeerFailedException.class).hasMessageContaining("IBV_WC_RETRY_EXC_ERR")
+                .hasMessageContaining("(the SEND of a message)");
     }
 
     @Test
