@@ -9,8 +9,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The verbs entry of a worker address tells a connector where to wire up: for any bytes the
  * decoder returns an address whose wire-up host is an IP literal (never a name to resolve) and
- * whose port, link layer, MTU, buffer geometry and responder depth are in range (buffers a multiple of 64 bytes), or throws
- * {@link InvalidHandleException}; a decoded address encodes back to the same bytes.
+ * whose port, link layer, MTU, buffer geometry, responder depth and remote atomics flag are in range (buffers a multiple of
+ * 64 bytes), or throws {@link InvalidHandleException}; a decoded address encodes back to the same bytes. The seeds are
+ * addresses of this version (3) and of versions 1 and 2, which are refused by their version
+ * ({@code VerbsSeedsAreOfThisVersionTest} keeps the first kind of this version).
  */
 class VerbsAddressFuzzTest {
 

@@ -15,7 +15,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * and in a request a non-null credit address and the connector's address (within the lengths an
  * address has, and one that decodes as an address: the acceptor hands it on for answers), or throws
  * {@link InvalidHandleException}; a decoded message encodes back to its length and the same body.
- * The seeds are a request and a reply of this version and of version 1, which is refused by its version.
+ * The seeds are a request and a reply of this version and of version 1, which is refused by its version, and a request
+ * whose connector's address is of address version 2, refused by that address's version.
  */
 class VerbsWireupFuzzTest {
 
