@@ -110,7 +110,12 @@ public final class IpcCache implements AutoCloseable {
      * ({@code memfd.connect.timeout}; another plugin's, for ever), and under the lock it held up
      * their misses, releases to 0 and the cache's close too.
      */
-    private final Map<Key, CompletableFuture<Void>> missesUnderWay = new ConcurrentHashMap<>();
+    private final Map<Key, MissUnderWay> missesUnderWay = new ConcurrentHashMap<>();
+
+    /** A miss mapping its chunk now ({@link #missesUnderWay}), and the thread that runs its importer. */
+    private static final class MissUnderWay extends CompletableFuture<Void> {
+        final Thread mapper = Thread.currentThread();
+    }
     /**
      * Entries out of the cache while regions are open on them, until their last release unmaps
      * them: those the policy evicted while counted, still in the index (imports of them are hits),
@@ -347,10 +352,8 @@ public final class IpcCache implements AutoCloseable {
         boolean[] contradicts = new boolean[1];
         boolean[] releasedToZero = new boolean[1];
         Entry[] evictedOpen = new Entry[1];
-        @SuppressWarnings("unchecked")
-        CompletableFuture<Void>[] reserved = new CompletableFuture[1];
-        @SuppressWarnings("unchecked")
-        CompletableFuture<Void>[] underWay = new CompletableFuture[1];
+        MissUnderWay[] reserved = new MissUnderWay[1];
+        MissUnderWay[] underWay = new MissUnderWay[1];
         Entry computed;
         do {
             underWay[0] = null;
@@ -378,7 +381,7 @@ public final class IpcCache implements AutoCloseable {
                     // so also every other key's there: the reservation makes only imports of this chunk wait for it.
                     underWay[0] = missesUnderWay.get(key);
                     if (underWay[0] == null) {
-                        reserved[0] = new CompletableFuture<>();
+                        reserved[0] = new MissUnderWay();
                         missesUnderWay.put(key, reserved[0]);
                     }
                     return cached;
@@ -399,6 +402,13 @@ public final class IpcCache implements AutoCloseable {
                 return cached;
             });
             if (underWay[0] != null) {
+                if (underWay[0].mapper == Thread.currentThread()) {
+                    // Its own importer, importing the chunk it maps: the wait would never end (the compute it replaces
+                    // refused this as a recursive update).
+                    throw new IllegalStateException("the importer of plugin '" + handle.plugin() + "' imports the chunk it is "
+                            + "mapping (export " + handle.exportId() + ") again, on the same thread: an importer must map the chunk "
+                            + "itself, not import it through the runtime");
+                }
                 whileAwaitingMiss.run();
                 // Uninterruptible, as the wait for the lock it replaces was; the interrupt status stays set. Then look again:
                 // the entry it made is a hit, and after its failure this import maps the chunk itself.

@@ -377,6 +377,34 @@ class IpcCacheTest {
     }
 
     /**
+     * An importer that imports the same handle again on its own thread (a plugin whose map() goes
+     * back through the runtime) is refused with IllegalStateException, as ConcurrentHashMap.compute
+     * refused the recursive update before a miss reserved its key outside the map's lock; with the
+     * reservation alone (2026-12-07, found by a review the same day) it waited for itself for ever,
+     * uninterruptibly.
+     */
+    @Test
+    void anImporterThatImportsItsOwnChunkAgainFailsInsteadOfWaitingForItselfForEver() throws Exception {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE);
+        IpcHandle handle = new IpcHandle("inproc", 1, 2, 7, CHUNK, 0, 64, new byte[] {7});
+        Throwable[] thrown = new Throwable[1];
+        Thread importer = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                cache.open(handle, h -> {
+                    cache.open(h, mapper).close();
+                    return mapper.apply(h);
+                }).close();
+            } catch (Throwable t) {
+                thrown[0] = t;
+            }
+        });
+        importer.join(10_000);
+        assertThat(importer.isAlive()).as("the import still waits for its own reservation: " + importer.getState()).isFalse();
+        assertThat(thrown[0]).isNotNull();
+    }
+
+    /**
      * An import of a chunk that another import is mapping waits for that one and opens its mapping:
      * the importer runs outside the cache's lock, and the key stays reserved for the miss meanwhile,
      * so that the cache still maps a chunk once.
