@@ -23,6 +23,9 @@ public final class ThreadConfinement implements AutoCloseable {
         this.executor = Executors.newSingleThreadExecutor(r -> {
             // It lives as long as the worker: a request's context on the thread that opened the worker is not to pin it.
             Thread t = Thread.ofPlatform().daemon().name(name).inheritInheritableThreadLocals(false).unstarted(r);
+            // Not inheriting gives it the system class loader as its context loader: the plugin's lookups through it
+            // (ServiceLoader.load, logging bridges) see the opener's, as they would unconfined.
+            t.setContextClassLoader(Thread.currentThread().getContextClassLoader());
             created[0] = t;
             return t;
         });

@@ -35,6 +35,27 @@ class ThreadConfinementTest {
         }
     }
 
+    /**
+     * The confined thread has its opener's context class loader, as an unconfined plugin's calls,
+     * made on the application's threads, have theirs (the loader ConduitBuilder finds plugins with by
+     * default). Not inheriting inheritable thread-locals also stops a thread from taking it
+     * (java.lang.Thread then defaults it to the system class loader), which in a Spring Boot fat jar
+     * or an application server sees neither the plugin nor the application: so it was, between two
+     * commits of 2026-12-07, until a review of the day found it.
+     */
+    @Test
+    void theConfinedThreadHasTheContextClassLoaderOfTheThreadThatOpenedTheWorker() {
+        ClassLoader original = Thread.currentThread().getContextClassLoader();
+        ClassLoader application = new ClassLoader(original) { };
+        Thread.currentThread().setContextClassLoader(application);
+        try (ThreadConfinement confinement = new ThreadConfinement("conduit-test-confined")) {
+            assertThat(confinement.call(() -> Thread.currentThread().getContextClassLoader()))
+                    .as("the context class loader a confined plugin's call runs with").isSameAs(application);
+        } finally {
+            Thread.currentThread().setContextClassLoader(original);
+        }
+    }
+
     @Test
     void aCallAfterTheConfinementClosedFailsAsACallOnAClosedTransportDoesWithIllegalStateException() {
         // RuntimeEndpoint and RuntimeWorker take an IllegalStateException from a transport call for "closed under the
