@@ -1043,7 +1043,10 @@ public final class ShmTransport implements Transport {
             }
         }
         if (faulted != null) {
-            for (Inbound in : faulted) refuseRingOf(in);
+            for (Inbound in : faulted) {
+                // One refusal that fails (the sink's, a lease's close) keeps neither the fault nor the other refusals from coming.
+                Cleanup.run(failure, () -> refuseRingOf(in));
+            }
             throw failure;
         }
     }
