@@ -20,7 +20,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class ThreadConfinementTest {
 
     /** How long a call may take to come back: a hang guard, not a speed check. */
-    private static final Duration GUARD = Duration.ofSeconds(60);
+    private static final Duration HANG_GUARD = Duration.ofSeconds(60);
 
     @Test
     void theConfinedThreadKeepsNoInheritableThreadLocalOfTheThreadThatOpenedTheWorker() {
@@ -75,7 +75,7 @@ class ThreadConfinementTest {
             release.await(); // a plugin call under way: ended below, whether interrupted or not
             return "first";
         }));
-        assertThat(inCall.await(GUARD.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        assertThat(inCall.await(HANG_GUARD.toSeconds(), TimeUnit.SECONDS)).as("hang guard: the first call started").isTrue();
         CompletableFuture<Object> queued = new CompletableFuture<>();
         Thread queuedCaller = Thread.ofPlatform().daemon().start(() -> { // a daemon: it stays blocked should the test fail
             try {
@@ -90,21 +90,26 @@ class ThreadConfinementTest {
         closer.interrupt(); // the thread closing the Conduit is interrupted (an executor's shutdownNow)
         waitUntilItTookTheInterrupt(closer);
         release.countDown(); // the call under way ends, unless the close interrupted it
-        closer.join(GUARD.toMillis());
-        assertThat(closer.isAlive()).as("the close").isFalse();
+        joinWithinHangGuard(closer, "the close");
         try {
-            queued.get(GUARD.toSeconds(), TimeUnit.SECONDS); // made, or refused: either way it comes back
+            queued.get(HANG_GUARD.toSeconds(), TimeUnit.SECONDS); // made, or refused: either way it comes back
         } catch (ExecutionException refused) {
             // refused is fine: the caller goes on
         } catch (TimeoutException hung) {
             throw new AssertionError("the call queued behind the one under way never came back: " + queuedCaller.getState(), hung);
         }
-        first.handle((r, e) -> r).get(GUARD.toSeconds(), TimeUnit.SECONDS);
+        first.handle((r, e) -> r).get(HANG_GUARD.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    /** Waits for {@code t} to end; one still running after {@link #HANG_GUARD} is a hang, not a slow run. */
+    private static void joinWithinHangGuard(Thread t, String what) throws InterruptedException {
+        t.join(HANG_GUARD.toMillis());
+        if (t.isAlive()) throw new AssertionError("hang guard: " + what + " never ended: " + t.getState());
     }
 
     /** Until {@code t}'s wait has thrown the interrupt and {@code t} waits again, or has ended. */
     private static void waitUntilItTookTheInterrupt(Thread t) throws InterruptedException {
-        long deadline = System.nanoTime() + GUARD.toNanos();
+        long deadline = System.nanoTime() + HANG_GUARD.toNanos();
         while (t.getState() != Thread.State.TERMINATED
                 && (t.isInterrupted() || t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING)) {
             if (System.nanoTime() - deadline > 0) throw new AssertionError(t + " did not take its interrupt: " + t.getState());
@@ -113,7 +118,7 @@ class ThreadConfinementTest {
     }
 
     private static void waitUntilWaiting(Thread t) throws InterruptedException {
-        long deadline = System.nanoTime() + GUARD.toNanos();
+        long deadline = System.nanoTime() + HANG_GUARD.toNanos();
         while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
             if (System.nanoTime() - deadline > 0) throw new AssertionError(t + " did not come to wait: " + t.getState());
             Thread.sleep(1);
