@@ -4,13 +4,10 @@ import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
-import dev.conduit.linux.LockFlags;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ExporterState;
 
 import java.nio.file.Path;
-import java.util.HashMap;
-import java.util.Map;
 
 /**
  * The {@link OwnerLease} of the provider that exported an imported chunk, named by the chunk's own
@@ -25,28 +22,32 @@ import java.util.Map;
  * the owner still reads as alive, and its close or death still releases it. Until 2026-12-07 every
  * look went by name, and such a removal read as {@code DEAD} for good while the exporter lived
  * ({@code ExporterLeaseTest#anExporterWhoseLeaseACleanerRemovedWhileItLivesIsNotJudgedDead}). The
- * descriptor is shared by every {@code ExporterLease} of the same lease in this process (one per
- * live exporter, not one per cached chunk), and closed when the owner is found dead or the last of
- * them is {@linkplain #close closed} (its mapping's unmap). A lease not yet seen held, or looked at
- * once closed, is looked at by name: one that is gone reads as dead, for its owner's close removes
- * it, and so does the reclaim of a dead owner's files. Once dead, it stays so without looking
- * again: a look takes a dead owner's lease shared for an instant, and a reclaim that meets it then
- * skips that owner until its next round, so a mapping does that once at most.
+ * descriptor is a {@link LeaseWatch} shared by every {@code ExporterLease} of the same lease and
+ * user in this process ({@link LeaseWatchTable}: one per live exporter, not one per cached chunk),
+ * which a new one takes up at its first look, and closed when the owner is found dead or the last
+ * of them is {@linkplain #close closed} (its mapping's unmap). A lease no {@code ExporterLease} of
+ * this process watches, or looked at once closed, is looked at by name: one that is gone reads as
+ * dead, for its owner's close removes it, and so does the reclaim of a dead owner's files. Once
+ * dead, it stays so without looking again: a look takes a dead owner's lease shared for an
+ * instant, and a reclaim that meets it then skips that owner until its next round, so a mapping
+ * does that once at most.
  */
 public final class ExporterLease implements AutoCloseable {
 
-    /** The leases kept open by a look that found them held, by path and user, each shared by every ExporterLease of it. */
-    private static final Map<String, Kept> KEPT = new HashMap<>();
+    /** The watches of the leases looks found held, by path and user. */
+    private static final LeaseWatchTable WATCHED = new LeaseWatchTable();
 
     private final Libc libc;
     private final Path directory;
     private final String directoryKeys;
     private final String leaseName;
     private final int user;
+    /** Under {@link #WATCHED}: the lease's path and the user whose lease it must be. */
+    private final String key;
     private volatile boolean dead;
-    /** The lease's descriptor once a look found it held, until the owner is found dead or this is closed; guarded by KEPT. */
-    private Kept kept;
-    /** Guarded by KEPT. */
+    /** This one's share of the lease's watch, from a look that found it held until this is closed; guarded by this. */
+    private LeaseWatch watch;
+    /** Guarded by this. */
     private boolean closed;
 
     private ExporterLease(Libc libc, Path directory, String directoryKeys, String leaseName, int user) {
@@ -55,6 +56,7 @@ public final class ExporterLease implements AutoCloseable {
         this.directoryKeys = directoryKeys;
         this.leaseName = leaseName;
         this.user = user;
+        this.key = directory.resolve(leaseName) + " " + Integer.toUnsignedString(user);
     }
 
     /**
@@ -71,17 +73,25 @@ public final class ExporterLease implements AutoCloseable {
 
     /**
      * {@link ExporterState#ALIVE} while the owner holds its lease (also once a cleaner removed the
-     * lease's name, when an earlier look found it held), {@link ExporterState#DEAD} once it does not
-     * (or the lease is gone), {@link ExporterState#UNKNOWN} when this process may not open the lease
-     * (another user's, {@code 0600}: an exporter among {@code *.trusted.uids}).
+     * lease's name, when a look of this process found it held before), {@link ExporterState#DEAD}
+     * once it does not (or the lease is gone), {@link ExporterState#UNKNOWN} when this process may
+     * not open the lease (another user's, {@code 0600}: an exporter among {@code *.trusted.uids}).
      *
      * @throws ConduitException when the directory or the lease cannot be opened or locked for
      *                          another reason, naming the path, the errno and what to do
      */
     public ExporterState state() {
         if (dead) return ExporterState.DEAD;
-        Boolean holds = lookAtKept();
-        if (holds != null) return judged(holds);
+        LeaseWatch watching = watching();
+        if (watching != null) {
+            Boolean alive;
+            try {
+                alive = watching.ownerAliveUnlessClosed();
+            } catch (ErrnoException e) {
+                throw cannotJudge("cannot be locked", e);
+            }
+            if (alive != null) return judged(alive);
+        }
         FileDescriptor held = null;
         try (SharedDirectory opened = SharedDirectory.open(libc, directory, directoryKeys)) {
             held = OwnerLease.openIfHeld(libc, opened, leaseName, user);
@@ -91,18 +101,25 @@ public final class ExporterLease implements AutoCloseable {
             throw cannotJudge("does not open", e);
         }
         if (held == null) return judged(false);
-        keep(held);
+        keep(LeaseWatch.of(libc, leaseName, held));
         return ExporterState.ALIVE;
     }
 
-    /**
-     * Whether the owner holds the lease, by the kept descriptor; null when none is kept (not yet, or
-     * closed). Under KEPT, so that a close in another thread does not close the descriptor under the look.
-     */
-    private Boolean lookAtKept() {
-        synchronized (KEPT) {
-            return kept == null ? null : kept.ownerHolds(libc, this);
+    /** This one's share of the lease's watch, taking up one this process keeps already; null when there is none, or once closed. */
+    private synchronized LeaseWatch watching() {
+        if (watch == null && !closed) watch = WATCHED.share(key);
+        return watch;
+    }
+
+    /** Shares {@code opened}, or the watch another ExporterLease of the same lease added meanwhile; closes it once this is closed. */
+    private void keep(LeaseWatch opened) {
+        synchronized (this) {
+            if (!closed && watch == null) {
+                watch = WATCHED.add(key, opened);
+                return;
+            }
         }
+        opened.close();
     }
 
     private ExporterState judged(boolean alive) {
@@ -118,74 +135,24 @@ public final class ExporterLease implements AutoCloseable {
                 + directoryKeys), e);
     }
 
-    /** Shares {@code held}, or the descriptor another ExporterLease of the same lease keeps already (closing {@code held}). */
-    private void keep(FileDescriptor held) {
-        String key = directory.resolve(leaseName) + " " + Integer.toUnsignedString(user);
-        FileDescriptor spare = held;
-        synchronized (KEPT) {
-            if (!closed && kept == null) {
-                Kept shared = KEPT.get(key);
-                if (shared == null) {
-                    shared = new Kept(key, held);
-                    KEPT.put(key, shared);
-                    spare = null;
-                }
-                shared.users++;
-                kept = shared;
-            }
-        }
-        if (spare != null) spare.close();
-    }
-
     /**
-     * Gives back the lease's descriptor this kept (the last ExporterLease of a lease closes it);
-     * later looks go by name. Idempotent; its mapping's unmap calls it.
+     * Gives back this one's share of the lease's watch (the last ExporterLease of a lease closes
+     * its descriptor); later looks go by name. Idempotent; its mapping's unmap calls it.
      */
     @Override
     public void close() {
-        Kept released;
-        synchronized (KEPT) {
+        LeaseWatch released;
+        synchronized (this) {
             closed = true;
-            released = kept;
-            kept = null;
-            if (released == null || --released.users > 0) return;
-            KEPT.remove(released.key);
+            released = watch;
+            watch = null;
         }
-        released.fd.close();
+        if (released != null) WATCHED.release(key, released);
     }
 
-    /** For tests: how many leases this process keeps open for looks. */
+    /** For tests: how many leases this process keeps open for looks, or kept until found dead while still shared. */
     static int keptLeases() {
-        synchronized (KEPT) {
-            return KEPT.size();
-        }
-    }
-
-    /** A lease's descriptor kept open by looks, and how many ExporterLeases share it. */
-    private static final class Kept {
-        private final String key;
-        private final FileDescriptor fd;
-        private int users;
-
-        Kept(String key, FileDescriptor fd) {
-            this.key = key;
-            this.fd = fd;
-        }
-
-        /**
-         * Whether the owner still holds the lease, by a {@code flock} on the kept descriptor: taken for an
-         * instant and released at once when it is free, so that a reclaim is not kept off the dead owner's
-         * files. Called under KEPT by one of its users ({@link #lookAtKept}).
-         */
-        boolean ownerHolds(Libc libc, ExporterLease asking) {
-            try {
-                if (!libc.tryFlock(fd, LockFlags.LOCK_SH | LockFlags.LOCK_NB)) return true;
-                libc.flock(fd, LockFlags.LOCK_UN);
-                return false;
-            } catch (ErrnoException e) {
-                throw asking.cannotJudge("cannot be locked", e);
-            }
-        }
+        return WATCHED.size();
     }
 
     @Override

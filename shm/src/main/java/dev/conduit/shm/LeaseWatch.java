@@ -10,7 +10,8 @@ import dev.conduit.linux.LockFlags;
  * non-blocking {@code flock} — if this separate open of the lease can take the lock, its owner is
  * dead (the kernel released the owner's lock when the process died, in whatever namespace). A
  * worker keeps one per peer worker, shared by the endpoint it sends to that peer on and the
- * connections that peer sends to it on ({@link PeerLeases}, which opens and closes it).
+ * connections that peer sends to it on ({@link PeerLeases}); the importers one per exporter of the
+ * chunks they mapped ({@link ExporterLease}); each shared through a {@link LeaseWatchTable}.
  */
 public final class LeaseWatch implements AutoCloseable {
 
@@ -42,6 +43,11 @@ public final class LeaseWatch implements AutoCloseable {
         return new LeaseWatch(libc, name, directory.openLease(name));
     }
 
+    /** Watches the lease {@code name} through {@code opened}, a descriptor of it this process opened. */
+    static LeaseWatch of(Libc libc, String name, FileDescriptor opened) {
+        return new LeaseWatch(libc, name, opened);
+    }
+
     public String name() {
         return name;
     }
@@ -64,6 +70,16 @@ public final class LeaseWatch implements AutoCloseable {
             fd.close(); // which drops the lock just taken
         }
         return !dead;
+    }
+
+    /**
+     * {@link #ownerAlive}, or null once this watch is closed while its owner was not found dead: a
+     * user that looks from another thread than the one giving back the last share
+     * ({@link ExporterLease}) must then judge without it.
+     */
+    synchronized Boolean ownerAliveUnlessClosed() {
+        if (!dead && !fd.isOpen()) return null;
+        return ownerAlive();
     }
 
     /**

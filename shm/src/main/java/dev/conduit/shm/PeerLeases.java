@@ -5,23 +5,17 @@ import dev.conduit.linux.ErrnoException;
 
 import dev.conduit.linux.Libc;
 
-import java.util.HashMap;
-import java.util.Map;
 import java.util.function.IntFunction;
 
 /**
- * A worker's watches of its peers' leases: one descriptor per peer worker, opened by its first user
- * and closed as its last one leaves, shared by the endpoint this worker sends to that peer on
- * ({@link ShmEndpoint}) and by every connection that peer sends to this worker on, however many it
- * opens, so that a peer cannot spend this process's descriptors by connecting again and again, and
- * a liveness check looks at a peer connected both ways with one {@code flock}
+ * A worker's watches of its peers' leases, checked to be files of the worker's user: one descriptor
+ * per peer worker ({@link LeaseWatchTable}, by lease name), shared by the endpoint this worker sends
+ * to that peer on ({@link ShmEndpoint}) and by every connection that peer sends to this worker on,
+ * however many it opens, so that a peer cannot spend this process's descriptors by connecting again
+ * and again, and a liveness check looks at a peer connected both ways with one {@code flock}
  * ({@link LeaseWatch#ownerAliveAtCheck}). Used on the worker's owner thread, and by a close of the
  * worker forced from another thread while that thread is still inside a call ({@link ShmTransport},
- * "Closed from another thread"), which gives back endpoints and connections: so the table is
- * locked, once per endpoint or connection made or given back, never per message, and a lease is
- * opened outside the lock (a close does not wait for a file to open). A watch found dead stays
- * here, its descriptor closed ({@link LeaseWatch#ownerAlive}), until its last user leaves: a lease
- * name is one worker's for good, so a later user of the name shares that verdict.
+ * "Closed from another thread"), which gives back endpoints and connections: hence the table's lock.
  */
 final class PeerLeases {
 
@@ -29,17 +23,8 @@ final class PeerLeases {
     private final SharedDirectory directory;
     /** The owner of the worker's own lease: a peer's lease is a file of the same user ({@link OwnerLease#fileOwner}). */
     private final int user;
-    private final Map<String, Shared> byName = new HashMap<>();
-
-    private static final class Shared {
-        final LeaseWatch watch;
-        /** The endpoint to the peer, if any, and its connections to this worker. */
-        int users;
-
-        Shared(LeaseWatch watch) {
-            this.watch = watch;
-        }
-    }
+    /** By lease name; a watch's users are the endpoint to the peer, if any, and its connections to this worker. */
+    private final LeaseWatchTable watches = new LeaseWatchTable();
 
     PeerLeases(Libc libc, SharedDirectory directory, int user) {
         this.libc = libc;
@@ -70,13 +55,8 @@ final class PeerLeases {
      *         gone)
      */
     LeaseWatch acquire(String name, IntFunction<? extends RuntimeException> ofAnotherUser) {
-        synchronized (byName) {
-            Shared shared = byName.get(name);
-            if (shared != null) {
-                shared.users++;
-                return shared.watch;
-            }
-        }
+        LeaseWatch shared = watches.share(name);
+        if (shared != null) return shared;
         LeaseWatch watch = LeaseWatch.open(libc, directory, name);
         int owner;
         try {
@@ -89,23 +69,11 @@ final class PeerLeases {
             watch.close();
             throw ofAnotherUser.apply(owner);
         }
-        synchronized (byName) {
-            // Only the owner's thread acquires, so no other watch of this name came meanwhile; a close may have released others.
-            Shared shared = new Shared(watch);
-            byName.put(name, shared);
-            shared.users++;
-            return watch;
-        }
+        return watches.add(name, watch);
     }
 
     /** One user fewer on {@code watch}; the last one closes it. */
     void release(LeaseWatch watch) {
-        synchronized (byName) {
-            Shared shared = byName.get(watch.name());
-            if (shared == null || shared.watch != watch) return;
-            if (--shared.users > 0) return;
-            byName.remove(watch.name());
-        }
-        watch.close();
+        watches.release(watch.name(), watch);
     }
 }

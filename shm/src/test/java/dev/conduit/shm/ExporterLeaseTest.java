@@ -137,6 +137,53 @@ class ExporterLeaseTest {
     }
 
     /**
+     * A chunk of an exporter mapped after a cleaner removed its lease: the exporter lives and this
+     * process watches its lease already, through an earlier chunk's mapping. Until 2026-12-07 each
+     * {@code ExporterLease} kept a share only once a look of its own found the lease held, so the new
+     * one looked by name, found nothing and read {@code DEAD}, for good, beside the earlier one's
+     * {@code ALIVE}; now a first look takes up the watch this process keeps.
+     */
+    @Test
+    void aChunkMappedAfterACleanerRemovedTheLeaseOfAWatchedExporterReadsAlive() throws Exception {
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, KEY);
+             OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test")) {
+            ExporterLease earlier = ExporterLease.of(libc, shared, KEY, "conduit-test", lease.newFileName(".chunk"), libc.geteuid());
+            assertThat(earlier.state()).isEqualTo(ExporterState.ALIVE);
+            Files.delete(lease.path()); // the cleaner
+            ExporterLease later = ExporterLease.of(libc, shared, KEY, "conduit-test", lease.newFileName(".chunk"), libc.geteuid());
+            assertThat(later.state()).as("a live exporter's chunk mapped after its lease lost its name").isEqualTo(ExporterState.ALIVE);
+            earlier.close();
+            assertThat(later.state()).as("its share outlives the earlier mapping's").isEqualTo(ExporterState.ALIVE);
+            lease.close();
+            assertThat(later.state()).isEqualTo(ExporterState.DEAD);
+            later.close();
+        }
+    }
+
+    /**
+     * Two threads that open the same lease at once keep one descriptor: the one added second is
+     * closed, and its user shares the first.
+     */
+    @Test
+    void aWatchAddedUnderAKeyTakenMeanwhileIsClosedAndTheFirstShared() throws Exception {
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, KEY);
+             OwnerLease lease = OwnerLease.acquire(libc, directory, "conduit-test")) {
+            String name = OwnerLease.leaseName("conduit-test", lease.owner());
+            LeaseWatchTable table = new LeaseWatchTable();
+            LeaseWatch first = table.add("k", LeaseWatch.open(libc, directory, name));
+            LeaseWatch second = LeaseWatch.open(libc, directory, name);
+            assertThat(table.add("k", second)).isSameAs(first);
+            assertThat(second.ownerAliveUnlessClosed()).as("closed").isNull();
+            assertThat(table.size()).isEqualTo(1);
+            table.release("k", first);
+            assertThat(first.ownerAliveUnlessClosed()).as("one user left").isTrue();
+            table.release("k", first);
+            assertThat(first.ownerAliveUnlessClosed()).as("closed by the last").isNull();
+            assertThat(table.size()).isZero();
+        }
+    }
+
+    /**
      * The descriptor a look keeps is one per exporter, not one per mapping (an importer may cache
      * thousands of one exporter's chunks), and the last mapping's unmap gives it back.
      */
