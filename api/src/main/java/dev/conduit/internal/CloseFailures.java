@@ -1,5 +1,6 @@
 package dev.conduit.internal;
 
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 
 /**
@@ -21,18 +22,9 @@ public final class CloseFailures {
         if (failure instanceof Error e) throw e;
     }
 
-    /**
-     * Whether {@code failure} is the JVM's own error (out of memory, a stack overflow), never taken
-     * for a plugin's fault: a {@link VirtualMachineError} other than the {@code InternalError} the
-     * JDK reports a fault on mapped memory with (as {@code Cleanup.collect} tells them apart).
-     */
-    public static boolean isTheJvmsOwn(Throwable failure) {
-        return failure instanceof VirtualMachineError && !(failure instanceof InternalError);
-    }
-
-    /** Throws {@code failure} as it is when it is the JVM's own error ({@link #isTheJvmsOwn}), where a plugin's others are caught. */
+    /** Throws {@code failure} as it is when it is the JVM's own error ({@link Cleanup#isTheJvmsOwn}), where a plugin's others are caught. */
     public static void rethrowIfTheJvmsOwn(Throwable failure) {
-        if (isTheJvmsOwn(failure)) throw (VirtualMachineError) failure;
+        if (Cleanup.isTheJvmsOwn(failure)) throw (VirtualMachineError) failure;
     }
 
     /**
@@ -44,7 +36,7 @@ public final class CloseFailures {
         if (collected == null) return;
         VirtualMachineError fatal = null;
         for (Throwable s : collected.getSuppressed()) {
-            if (isTheJvmsOwn(s)) {
+            if (Cleanup.isTheJvmsOwn(s)) {
                 fatal = (VirtualMachineError) s;
                 break;
             }

@@ -68,9 +68,11 @@ public final class Cleanup {
     /**
      * Whether {@code failure} is the JVM's own (out of memory, a stack overflow), which no plugin's
      * fault is to be taken for: a {@link VirtualMachineError} other than the {@code InternalError}
-     * the JDK reports a fault on mapped memory with.
+     * the JDK reports a fault on mapped memory with. A catch of {@code Error} on a plugin's
+     * clean-up path rethrows these, as {@link #collect} does; the runtime judges a plugin's
+     * failures by the same test. (Public since SPI 1.1.)
      */
-    static boolean isTheJvmsOwn(Throwable failure) {
+    public static boolean isTheJvmsOwn(Throwable failure) {
         return failure instanceof VirtualMachineError && !(failure instanceof InternalError);
     }
 }
