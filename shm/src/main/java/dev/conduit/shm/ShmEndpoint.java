@@ -722,7 +722,7 @@ final class ShmEndpoint implements TransportEndpoint {
         try {
             release();
         } catch (RuntimeException e) {
-            transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": could not release a connection to a peer "
+            BestEffortLog.warn(transport.logger(), () -> transport.plugin() + ": could not release a connection to a peer "
                     + "that is gone: " + e.getMessage(), e);
         }
     }
@@ -1167,8 +1167,8 @@ final class ShmEndpoint implements TransportEndpoint {
         if (closingWithWorker) return; // the worker says so once for all
         int reason = refusal();
         if (reason != 0) {
-            transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection that the peer worker "
-                    + "had refused; it dropped what was sent on it from its refusal on: " + ShmTransport.refusal(transport.plugin(), reason));
+            BestEffortLog.warn(transport.logger(), () -> transport.plugin() + ": closed a connection that the peer worker "
+                    + "had refused; it dropped what was sent on it from its refusal on: " + ShmTransport.refusal(transport.plugin(), reason), null);
         }
     }
 
@@ -1191,9 +1191,9 @@ final class ShmEndpoint implements TransportEndpoint {
                 case 1 -> "died while closing its worker";
                 default -> "died";
             };
-            transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer worker " + how
+            BestEffortLog.warn(transport.logger(), () -> transport.plugin() + ": closed a connection whose peer worker " + how
                     + ": " + theLast(unread, "it", "was", "were") + " never read by it" + (close == 0 ? OR_HANDLED_AS_IT_DIED : "")
-                    + ", and lost with it");
+                    + ", and lost with it", null);
         } catch (InternalError fault) {
             // Its queue is gone: nothing can be read there.
         }
@@ -1214,15 +1214,15 @@ final class ShmEndpoint implements TransportEndpoint {
         try {
             if (holding && failure == null && !peer.isClosing() && peerLease.ownerAlive()) {
                 // Only a worker's close gives back an endpoint that holds one (a close of the endpoint waits to post it).
-                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection, with its worker, "
+                BestEffortLog.warn(transport.logger(), () -> transport.plugin() + ": closed a connection, with its worker, "
                         + "while the peer's queue had no room for the record of its last large message, which was never sent: the "
-                        + "peer reads its queue too slowly for its senders (" + transport.plugin() + ".queue.size is the room it has)");
+                        + "peer reads its queue too slowly for its senders (" + transport.plugin() + ".queue.size is the room it has)", null);
             } else if (!bounce.readAll() && !peer.isClosing() && peerLease.ownerAlive()) {
                 // (Read but not released: payloads the peer's application keeps, in its mapping of the ring, which stays.)
-                transport.logger().log(System.Logger.Level.WARNING, transport.plugin() + ": closed a connection whose peer had not read "
+                BestEffortLog.warn(transport.logger(), () -> transport.plugin() + ": closed a connection whose peer had not read "
                         + "all its large messages (" + (failure != null ? "the endpoint had failed: " + failure.getMessage()
                         : "the peer did not release them in time, or could not map the ring") + "). They arrive only if the peer "
-                        + "had mapped the connection's bounce ring already");
+                        + "had mapped the connection's bounce ring already", null);
             }
         } catch (InternalError fault) {
             // A mapping is gone: nothing to tell.

@@ -1226,14 +1226,15 @@ public final class ShmTransport implements Transport {
                         // The sender closed its worker, or died, after sending (or its lease never was one): what it sent before
                         // is delivered, and the connection forgotten once the head passes it (checkPeers finds no lease).
                         gone = true;
-                        context.logger().log(System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: " + e.getMessage());
+                        BestEffortLog.log(context.logger(), System.Logger.Level.DEBUG, () -> "connection from a peer that is already gone: "
+                                + e.getMessage(), null);
                     } else {
                         // Out of descriptors, say. Its messages need none; its death is noticed once the lease can be opened
-                        // (senderAlive). Only DEBUG: out of descriptors, formatting a log record may itself fail (the JDK
-                        // loads its time-zone data).
-                        context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": cannot watch the lease of a new sender "
-                                + directory.path().resolve(leaseName) + " yet: " + e.getMessage() + "; its messages are delivered, "
-                                + "and its death is noticed once the lease can be opened");
+                        // (senderAlive). Only DEBUG, and best effort: out of descriptors, formatting a log record may itself fail
+                        // (the JDK loads its time-zone data), and thrown here that failure consumed this CONNECT unkept.
+                        BestEffortLog.log(context.logger(), System.Logger.Level.DEBUG, () -> plugin + ": cannot watch the lease of a new "
+                                + "sender " + directory.path().resolve(leaseName) + " yet: " + e.getMessage() + "; its messages are "
+                                + "delivered, and its death is noticed once the lease can be opened", null);
                     }
                 }
                 // A sender is free to connect again and again; each connection kept costs heap and may map a ring.
@@ -1464,7 +1465,7 @@ public final class ShmTransport implements Transport {
         }
         if (in.bounce != null) return true;
         if (!senderAlive(in)) {
-            context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": dropped a large message of a sender that died");
+            BestEffortLog.log(context.logger(), System.Logger.Level.DEBUG, () -> plugin + ": dropped a large message of a sender that died", null);
             return false;
         }
         if (in.bounceExport != null) {
@@ -1557,8 +1558,8 @@ public final class ShmTransport implements Transport {
             droppedConnection = connection;
         } catch (RuntimeException e) {
             // Only DEBUG: this runs for dropped messages, maybe out of descriptors; the next look is an interval away.
-            context.logger().log(System.Logger.Level.DEBUG, () -> plugin + ": could not tell whether the sender of connection "
-                    + Long.toHexString(connection) + ", whose messages this worker drops, lives: " + e.getMessage());
+            BestEffortLog.log(context.logger(), System.Logger.Level.DEBUG, () -> plugin + ": could not tell whether the sender of "
+                    + "connection " + Long.toHexString(connection) + ", whose messages this worker drops, lives: " + e.getMessage(), null);
         }
     }
 
@@ -2144,8 +2145,9 @@ public final class ShmTransport implements Transport {
             // No live sender's (named-up-to is the tail, or below a dead claimant's tail): a claim named since this look is
             // left alone by the take-back's CAS from each line's free word.
             if (!queue.takeBackUnnamedClaim(0)) return false;
-            context.logger().log(System.Logger.Level.INFO, plugin + ": took back queue space at the head of this worker's receive queue "
-                    + "that no live sender's claim names: a dead sender's, or a process that maps the queue moved its tail");
+            BestEffortLog.log(context.logger(), System.Logger.Level.INFO, () -> plugin + ": took back queue space at the head of this "
+                    + "worker's receive queue that no live sender's claim names: a dead sender's, or a process that maps the queue moved "
+                    + "its tail", null);
             return true;
         }
         // Of an untaken claim only the owner tag is known: every owner of it is looked at, for two owners may share those 32
@@ -2183,12 +2185,12 @@ public final class ShmTransport implements Transport {
         }
         if (unnamed) {
             if (!queue.takeBackUnnamedClaim(unnamedOwner)) return false;
-            context.logger().log(System.Logger.Level.WARNING, plugin + ": took back queue space that owner " + Integer.toHexString(unnamedOwner)
+            warnBestEffort(() -> plugin + ": took back queue space that owner " + Integer.toHexString(unnamedOwner)
                     + " claimed and never took: its sender died mid-send");
             return true;
         }
         if (!queue.skipDeadClaim()) return false;
-        context.logger().log(System.Logger.Level.WARNING, plugin + ": skipped a message that connection " + Long.toHexString(connection)
+        warnBestEffort(() -> plugin + ": skipped a message that connection " + Long.toHexString(connection)
                 + " claimed and never committed: its sender died mid-send");
         return true;
     }
@@ -2388,7 +2390,7 @@ public final class ShmTransport implements Transport {
             wokenAwaitsWithoutProgress = 1;
         } else if (++wokenAwaitsWithoutProgress == AWAITS_WITHOUT_PROGRESS_TO_WARN && !warnedOfAwaitsWithoutProgress) {
             warnedOfAwaitsWithoutProgress = true;
-            context.logger().log(System.Logger.Level.WARNING, () -> plugin + ": await returned " + AWAITS_WITHOUT_PROGRESS_TO_WARN
+            warnBestEffort(() -> plugin + ": await returned " + AWAITS_WITHOUT_PROGRESS_TO_WARN
                     + " times in a row with no progress() between: work waits in this worker's receive queue, and await delivers "
                     + "no message of the transport it sleeps in, so a loop of await alone spins and its senders fail this worker as "
                     + "hung after " + plugin + ".heartbeat.timeout. Call worker.progress() after each await (docs/runtime.md, "
@@ -2614,7 +2616,7 @@ public final class ShmTransport implements Transport {
             if (reclaimHandedOver.getAndSet(false) | reclaimDue) reclaimDeadPeers(directory);
         }
         if (mappingThread != null && !mappingThread.awaitIdle(Math.max(0, deadline - System.nanoTime()))) {
-            context.logger().log(System.Logger.Level.WARNING, plugin + ": a sender's bounce ring was still being mapped when the "
+            warnBestEffort(() -> plugin + ": a sender's bounce ring was still being mapped when the "
                     + "worker closed (heartbeat.timeout passed, or the closing thread was interrupted); it is unmapped as soon as its "
                     + "mapping is done");
         }
