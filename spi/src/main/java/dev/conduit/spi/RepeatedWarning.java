@@ -10,6 +10,13 @@ import java.util.function.Supplier;
  * once per interval, with how many were held back since the last one logged. A plugin logs what
  * a peer sends it wrong, so that its user learns of a broken or hostile peer; a peer that repeats
  * it as fast as it can connect must not flood the log. Thread-safe.
+ *
+ * <p>Best effort: a warning that cannot be made or logged costs its caller nothing, for it is
+ * said on the way to something that matters more (a check of the peers, a close, the next turn
+ * of a serving loop). Out of descriptors the JDK's logging throws an {@link Error} from its first
+ * record (it loads its time-zone data: {@code lib/tzdb.dat}), then {@code NoClassDefFoundError}
+ * at every later one. The JVM's own errors ({@link Cleanup#isTheJvmsOwn}) still propagate. (Until
+ * 2026-12-07 the logger's failure reached the caller.)
  */
 public final class RepeatedWarning {
 
@@ -42,7 +49,7 @@ public final class RepeatedWarning {
      * Logs the warning {@code message} makes, unless one was logged less than the interval ago:
      * then only counts it. The message is made only when it is logged.
      *
-     * @return whether it was logged
+     * @return whether it was logged (false also when making or logging it failed)
      */
     public boolean log(Supplier<String> message) {
         return log(message, null);
@@ -66,11 +73,16 @@ public final class RepeatedWarning {
             logged = true;
             lastLogged = now;
         }
-        String text = message.get() + (held == 0 ? ""
-                : " (" + held + " more like it since the last one logged; such warnings are logged at most once every " + interval + ")");
-        if (thrown == null) logger.log(System.Logger.Level.WARNING, text);
-        else logger.log(System.Logger.Level.WARNING, text, thrown);
-        return true;
+        try {
+            String text = message.get() + (held == 0 ? ""
+                    : " (" + held + " more like it since the last one logged; such warnings are logged at most once every " + interval + ")");
+            if (thrown == null) logger.log(System.Logger.Level.WARNING, text);
+            else logger.log(System.Logger.Level.WARNING, text, thrown);
+            return true;
+        } catch (RuntimeException | Error cannotLog) {
+            if (Cleanup.isTheJvmsOwn(cannotLog)) throw cannotLog;
+            return false; // said nowhere, then: what the caller does next matters more
+        }
     }
 
     /** Forgets the last one logged (the fault it told of is over): the next is logged at once. */

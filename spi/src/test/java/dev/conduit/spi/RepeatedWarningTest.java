@@ -46,6 +46,40 @@ class RepeatedWarningTest {
         assertThat(made).as("messages made").hasValue(1);
     }
 
+    /** Out of descriptors the JDK's logging throws an Error at every record: the caller goes on to what it was doing. */
+    @Test
+    void aLoggerThatFailsCostsTheCallerNothingButTheJvmsOwnErrorsPropagate() {
+        System.Logger failing = new System.Logger() {
+            @Override
+            public String getName() {
+                return "failing";
+            }
+
+            @Override
+            public boolean isLoggable(Level level) {
+                return true;
+            }
+
+            @Override
+            public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
+                throw new NoClassDefFoundError("Could not initialize class java.time.zone.ZoneRulesProvider");
+            }
+
+            @Override
+            public void log(Level level, ResourceBundle bundle, String format, Object... params) {
+                throw new NoClassDefFoundError("Could not initialize class java.time.zone.ZoneRulesProvider");
+            }
+        };
+        RepeatedWarning warning = new RepeatedWarning(failing, Duration.ofMinutes(1));
+        assertThat(warning.log(() -> "refused peer", new IllegalStateException("cause"))).as("not logged").isFalse();
+        assertThat(new RepeatedWarning(logger, Duration.ofMinutes(1)).log(() -> {
+            throw new IllegalStateException("a message that cannot be made");
+        })).isFalse();
+        assertThatThrownBy(() -> new RepeatedWarning(logger, Duration.ofMinutes(1)).log(() -> {
+            throw new OutOfMemoryError("Java heap space");
+        })).isInstanceOf(OutOfMemoryError.class);
+    }
+
     @Test
     void theNextOneLoggedSaysHowManyWereHeldBack() {
         long[] now = {0};

@@ -433,16 +433,12 @@ final class FdServer implements AutoCloseable {
      * paused for, so that a failure that repeats forever neither spins nor floods the log.
      */
     private void sayAndPauseAfter(Throwable failure) {
-        try {
-            loopFailed.log(() -> "memfd fd server on " + socketPath + " failed: " + failure + "; it serves on, pausing "
-                    + ACCEPT_RETRY_MILLIS + " ms after each failure; imports of this provider's chunks wait meanwhile and fail "
-                    + "after " + MemfdConfig.CONNECT_TIMEOUT.name() + ". If descriptors ran out (" + Errno.shortageRemedy(Errno.EMFILE)
-                    + "), a class that failed to initialize then (NoClassDefFoundError: Could not initialize class) fails so "
-                    + "until this process restarts", failure);
-        } catch (RuntimeException | Error unsaid) {
-            // The logger failed too (java.util.logging's formatter needs a JDK class that may have failed to initialize
-            // out of descriptors, for good): serving on unheard beats ending the thread, which said nothing either.
-        }
+        // Best effort (RepeatedWarning): when the logger fails too, serving on unheard beats ending the thread.
+        loopFailed.log(() -> "memfd fd server on " + socketPath + " failed: " + failure + "; it serves on, pausing "
+                + ACCEPT_RETRY_MILLIS + " ms after each failure; imports of this provider's chunks wait meanwhile and fail "
+                + "after " + MemfdConfig.CONNECT_TIMEOUT.name() + ". If descriptors ran out (" + Errno.shortageRemedy(Errno.EMFILE)
+                + "), a class that failed to initialize then (NoClassDefFoundError: Could not initialize class) fails so "
+                + "until this process restarts", failure);
         pauseBeforeRetrying();
     }
 
