@@ -5,6 +5,7 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
+import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.ConduitException;
 
 import java.nio.file.Path;

@@ -1,5 +1,6 @@
 package dev.conduit.shm;
 
+import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;

@@ -3,6 +3,7 @@ package dev.conduit.shm;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
+import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.Cleanup;

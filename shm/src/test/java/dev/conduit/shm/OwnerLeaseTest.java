@@ -2,6 +2,7 @@ package dev.conduit.shm;
 
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.spi.BestEffortLog;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -13,10 +13,8 @@ import java.util.function.Supplier;
  *
  * <p>Best effort: a warning that cannot be made or logged costs its caller nothing, for it is
  * said on the way to something that matters more (a check of the peers, a close, the next turn
- * of a serving loop). Out of descriptors the JDK's logging throws an {@link Error} from its first
- * record (it loads its time-zone data: {@code lib/tzdb.dat}), then {@code NoClassDefFoundError}
- * at every later one. The JVM's own errors ({@link Cleanup#isTheJvmsOwn}) still propagate. (Until
- * 2026-12-07 the logger's failure reached the caller.)
+ * of a serving loop): {@link BestEffortLog}. (Until 2026-12-07 the logger's failure reached the
+ * caller.)
  */
 public final class RepeatedWarning {
 
@@ -73,16 +71,9 @@ public final class RepeatedWarning {
             logged = true;
             lastLogged = now;
         }
-        try {
-            String text = message.get() + (held == 0 ? ""
-                    : " (" + held + " more like it since the last one logged; such warnings are logged at most once every " + interval + ")");
-            if (thrown == null) logger.log(System.Logger.Level.WARNING, text);
-            else logger.log(System.Logger.Level.WARNING, text, thrown);
-            return true;
-        } catch (RuntimeException | Error cannotLog) {
-            if (Cleanup.isTheJvmsOwn(cannotLog)) throw cannotLog;
-            return false; // said nowhere, then: what the caller does next matters more
-        }
+        Supplier<String> text = () -> message.get() + (held == 0 ? ""
+                : " (" + held + " more like it since the last one logged; such warnings are logged at most once every " + interval + ")");
+        return BestEffortLog.warn(logger, text, thrown);
     }
 
     /** Forgets the last one logged (the fault it told of is over): the next is logged at once. */
