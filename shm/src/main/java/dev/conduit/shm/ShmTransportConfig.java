@@ -95,7 +95,8 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     }
 
     private static ConfigKey<Duration> liveness(String p) {
-        return ConfigKey.duration(p + ".liveness.interval", Duration.ofMillis(20),
+        // At least 1 ms, as keepalive.interval: an idle await wakes every interval and looks at every peer's lease.
+        return ConfigKey.duration(p + ".liveness.interval", Duration.ofMillis(20), Duration.ofMillis(1),
                 "How often a worker checks that its peers still hold their leases; a dead peer is detected within about "
                         + "this long while the worker progresses.");
     }

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * How often {@code progress()} checks its peers' liveness ({@code liveness.interval}), counted
@@ -34,6 +35,20 @@ class ShmTransportLivenessIntervalTest {
     @AfterEach
     void closeAll() throws Exception {
         for (AutoCloseable c : open.reversed()) c.close();
+    }
+
+    /**
+     * An idle {@code await} wakes every interval and looks at every peer's lease: {@code 1ns} was
+     * taken until 2026-12-07 (a reviewer's trace: it woke at every expiry of the futex's timer
+     * slack, some 50 us, and ran a liveness check each time), where {@code keepalive.interval}
+     * refused it.
+     */
+    @Test
+    void anIntervalShorterThanAMillisecondIsRefusedNamingTheKey() {
+        var key = ShmTransportConfig.keys("posix").stream().filter(k -> k.name().equals("posix.liveness.interval")).findFirst().orElseThrow();
+        assertThat(key.parse("1ms", "test")).isEqualTo(Duration.ofMillis(1));
+        assertThatThrownBy(() -> key.parse("1ns", "test")).isInstanceOf(dev.conduit.spi.ConfigException.class)
+                .hasMessageContaining("posix.liveness.interval").hasMessageContaining("shorter than 1ms");
     }
 
     /**
