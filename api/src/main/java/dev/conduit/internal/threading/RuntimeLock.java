@@ -59,6 +59,8 @@ public final class RuntimeLock extends ThreadGuard {
     private static final long LONGEST_PAUSE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
     /** Longer chains than this are not followed: more workers than that in one cycle is not a case to serve. */
     private static final int MAX_CHAIN = 64;
+    /** What a call that gave up before it took the lock did: the end of the deadlock's message. */
+    private static final String DID_NOTHING = "this call did nothing";
 
     private final OwnedLock lock = new OwnedLock();
     /** A waiter's first look for a deadlock comes this long after it queued, and again this long after a look that found one. */
@@ -138,7 +140,7 @@ public final class RuntimeLock extends ThreadGuard {
         try {
             wakeHolder.run();
             if (spinForLock()) return;
-            waitForLock();
+            waitForLock(DID_NOTHING);
         } finally {
             contenders.decrementAndGet();
         }
@@ -154,9 +156,18 @@ public final class RuntimeLock extends ThreadGuard {
      * awaited.
      */
     public void enterToSleep() {
+        enterToSleep(DID_NOTHING);
+    }
+
+    /**
+     * {@link #enterToSleep()} for a call that did something before it came back for the lock (an
+     * {@code await} between two slices, which progressed the worker): {@code whatTheCallDid} ends
+     * the deadlock's message in place of "this call did nothing", which was false there.
+     */
+    public void enterToSleep(String whatTheCallDid) {
         yieldToSpinners();
         if (lock.tryLockBehindWaiters()) return;
-        waitForLock();
+        waitForLock(whatTheCallDid);
     }
 
     /**
@@ -203,9 +214,13 @@ public final class RuntimeLock extends ThreadGuard {
      * Queues this thread and waits its turn. It keeps its place for as long as it waits, also while
      * it looks for a deadlock between pauses: a timed {@code tryLock} of a fair
      * {@code ReentrantLock}, as before, left the queue at each pause and queued again at its end,
-     * behind every thread that had come meanwhile.
+     * behind every thread that had come meanwhile. Whatever it throws, this thread does not hold the
+     * lock, so a caller that catches it has nothing to let go: a restore of the interrupt that
+     * throws once it has the lock (a {@code Thread} subclass's {@code interrupt()}) lets it go first,
+     * where until 2026-12-07 it kept it, and its caller, told it had not entered, never let it go
+     * (RuntimeLockTest#aWaiterWhoseInterruptCannotBeRestoredDoesNotKeepTheLock).
      */
-    private void waitForLock() {
+    private void waitForLock(String whatTheCallDid) {
         Thread self = Thread.currentThread();
         Wait wait = new Wait(this, self);
         boolean interrupted = false;
@@ -233,7 +248,7 @@ public final class RuntimeLock extends ThreadGuard {
                             + "runtime lock and waits for another's, whose holder waits, through " + (cycle.size() - 1)
                             + " thread(s), for this one: their handlers send on each other's endpoints. Let a handler send only on its "
                             + "own worker's endpoints, or hand the message to the thread that progresses the other worker "
-                            + "(docs/runtime.md, \"Thread modes\"); this call did nothing");
+                            + "(docs/runtime.md, \"Thread modes\"); " + whatTheCallDid);
                 }
                 suspected = cycle;
                 pause = cycle != null ? firstLookNanos : Math.min(pause * 2, longestPauseNanos);
@@ -242,7 +257,17 @@ public final class RuntimeLock extends ThreadGuard {
         } finally {
             if (!got) lock.leaveQueue(wait);
             WAITING.remove(wait.threadId, wait);
-            if (interrupted) self.interrupt();
+            if (interrupted) restoreInterrupt(self, got);
+        }
+    }
+
+    /** Sets {@code self}'s interrupt again; should that throw, lets go of the lock first if {@code held}. */
+    private void restoreInterrupt(Thread self, boolean held) {
+        try {
+            self.interrupt();
+        } catch (RuntimeException | Error e) {
+            if (held) lock.unlock();
+            throw e;
         }
     }
 

@@ -1138,8 +1138,9 @@ public final class RuntimeWorker implements Worker {
                 return awaitWork(d, System.nanoTime() + nanos, entered && runtimeLock != null);
             } catch (RelockRefused refused) {
                 entered = false; // the lock was let go and not taken again: nothing to leave
-                d.attachTo(refused.deadlock);
-                throw refused.deadlock;
+                d.attachTo(refused.failure);
+                if (refused.failure instanceof Error e) throw e;
+                throw (RuntimeException) refused.failure;
             } catch (RuntimeException | Error e) {
                 d.attachTo(e);
                 throw e;
@@ -1231,9 +1232,9 @@ public final class RuntimeWorker implements Worker {
             if (releaseLock) {
                 runtimeLock.exit();
                 try {
-                    runtimeLock.enterToSleep(); // behind any thread waiting meanwhile, and waking no other sleeper
-                } catch (IllegalStateException deadlock) {
-                    throw new RelockRefused(deadlock); // RuntimeLock found this thread in a cycle of waits
+                    runtimeLock.enterToSleep(GAVE_UP_BETWEEN_SLICES); // behind any thread waiting meanwhile, and waking no other sleeper
+                } catch (RuntimeException | Error notRetaken) { // a cycle of waits, or an Error while waiting: either way not held
+                    throw new RelockRefused(notRetaken);
                 }
                 ensureOpen(); // another thread may have closed the worker meanwhile
             }
@@ -1251,13 +1252,31 @@ public final class RuntimeWorker implements Worker {
         return waker.await(slice);
     }
 
-    /** The runtime lock, let go between an await's slices, could not be taken again: the caller holds nothing. */
-    private static final class RelockRefused extends RuntimeException {
-        final IllegalStateException deadlock;
+    /**
+     * The end of the deadlock's message when an await gives up between two slices: those before
+     * had progressed the worker, which may have run error handlers (a slice that delivered a
+     * message returns). Until 2026-12-07 it said "this call did nothing"
+     * (EndpointThreadingTest#anAwaitThatGivesUpItsLockBetweenSlicesToADeadlockSaysItHadProgressedTheWorker).
+     */
+    private static final String GAVE_UP_BETWEEN_SLICES = "this await() gave up between two of its slices, holding nothing: the "
+            + "slices before had progressed the worker and may have run the error handlers of endpoints that failed meanwhile, "
+            + "but delivered no message";
 
-        RelockRefused(IllegalStateException deadlock) {
+    /**
+     * The runtime lock, let go between an await's slices, could not be taken again: the caller
+     * holds nothing, whatever {@link RuntimeLock#enterToSleep} threw (it never throws holding the
+     * lock). Until 2026-12-07 only its deadlock was taken for that: anything else (an Error while
+     * it waited) reached the await's exit, whose unlock of the lock it no longer held threw
+     * IllegalMonitorStateException in its place
+     * (EndpointThreadingTest#anAwaitWhoseRelockFailsOtherwiseThrowsThatFailureAndLeavesTheLockFree).
+     */
+    private static final class RelockRefused extends RuntimeException {
+        /** What the relock threw: a {@code RuntimeException} or an {@code Error}. */
+        final Throwable failure;
+
+        RelockRefused(Throwable failure) {
             super(null, null, false, false);
-            this.deadlock = deadlock;
+            this.failure = failure;
         }
     }
 

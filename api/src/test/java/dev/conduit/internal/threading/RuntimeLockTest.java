@@ -251,6 +251,49 @@ class RuntimeLockTest {
     }
 
     /**
+     * A waiter interrupted while it waits sets its interrupt again once it has the lock; should that
+     * throw (here a {@code Thread} subclass whose {@code interrupt()} refuses its own thread), the
+     * exception leaves it without the lock. It kept the lock: its caller, told by the exception that
+     * it had not entered, never let go, and nobody else got the lock.
+     */
+    @Test
+    void aWaiterWhoseInterruptCannotBeRestoredDoesNotKeepTheLock() throws Exception {
+        long hour = TimeUnit.HOURS.toNanos(1);
+        RuntimeLock lock = new RuntimeLock(hour, hour, holder -> { });
+        AtomicReference<Throwable> outcome = new AtomicReference<>();
+        lock.enter();
+        Thread waiter = new InterruptRefusingThread(() -> {
+            try {
+                lock.enterToSleep();
+            } catch (RuntimeException e) {
+                outcome.set(e);
+            }
+        });
+        waiter.start();
+        waitUntilParked(waiter);
+        waiter.interrupt();
+        lock.exit();
+        waiter.join();
+
+        assertThat(outcome.get()).isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("no interrupt of itself");
+        assertThat(lock.tryEnter()).as("the lock is free once the waiter's enterToSleep threw").isTrue();
+        lock.exit();
+    }
+
+    /** A thread that refuses to interrupt itself: another thread's interrupt of it goes through. */
+    private static final class InterruptRefusingThread extends Thread {
+        InterruptRefusingThread(Runnable r) {
+            super(r);
+        }
+
+        @Override
+        public void interrupt() {
+            if (Thread.currentThread() == this) throw new UnsupportedOperationException("no interrupt of itself");
+            super.interrupt();
+        }
+    }
+
+    /**
      * A waiter that gives up (the deadlock's exception) takes its own place out of the queue, not
      * one that its thread's {@code equals} matches. Here the thread that gives up equals any thread
      * of its name (equals and hashCode by name), and a thread of that name is queued ahead of it for

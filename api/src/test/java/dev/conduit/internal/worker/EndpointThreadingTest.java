@@ -937,6 +937,120 @@ class EndpointThreadingTest {
         assertThat(worker.await(Duration.ofMillis(1))).as("no wakeup left behind").isFalse();
     }
 
+    /**
+     * An await under the runtime lock lets it go between slices and takes it again; a failure of
+     * that relock other than the deadlock's, which leaves the thread without the lock, is what the
+     * await throws, and the lock is free. Here the awaiting thread's {@code interrupt()} refuses its
+     * own thread, so the relock throws as it restores an interrupt that came while it waited (a
+     * stand-in for an Error while waiting). The await's exit used to unlock the lock it no longer
+     * held, and its IllegalMonitorStateException took the failure's place.
+     */
+    @Test
+    void anAwaitWhoseRelockFailsOtherwiseThrowsThatFailureAndLeavesTheLockFree() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).capabilities(Capability.RMA); // no wakeup: await parks
+        Worker worker = multiWorkerUnderTheRuntimeLock(plugin);
+        var address = worker.address();
+        CountDownLatch holding = new CountDownLatch(1);
+        CountDownLatch letGo = new CountDownLatch(1);
+        AtomicReference<Thread> holder = new AtomicReference<>();
+        plugin.whileConnecting = () -> {
+            if (Thread.currentThread() != holder.get()) return;
+            holding.countDown();
+            awaitQuietly(letGo); // inside connect, under the worker's lock
+        };
+        AtomicReference<Throwable> awaitOutcome = new AtomicReference<>();
+        Thread awaiting = new InterruptRefusingThread(() -> awaitOutcome.set(catchThrowable(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS)))));
+        awaiting.start();
+        Future<Endpoint> connecting = threads.submit(() -> {
+            holder.set(Thread.currentThread());
+            return worker.connect(address);
+        });
+        await(holding);
+        waitUntilWaitingForTheRuntimeLock(awaiting);
+        awaiting.interrupt();
+        letGo.countDown();
+        awaiting.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+        connecting.get(WAIT_SECONDS, TimeUnit.SECONDS);
+
+        assertThat(awaitOutcome.get()).isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("no interrupt of itself");
+        assertThat(onAnotherThread(worker::progress)).as("another thread gets the lock").isZero();
+    }
+
+    /**
+     * An await that gives up to a deadlock as it takes its worker's lock back between two slices
+     * says that its slices before had progressed the worker, not that it did nothing: a handler of
+     * worker two awaits worker one, whose lock another thread, holding it in a connect, wants to
+     * send on two with. The awaiting thread has the higher id, so it is the one that gives up.
+     */
+    @Test
+    void anAwaitThatGivesUpItsLockBetweenSlicesToADeadlockSaysItHadProgressedTheWorker() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).capabilities(Capability.RMA); // no wakeup: await parks
+        Worker one = multiWorkerUnderTheRuntimeLock(plugin);
+        Worker two = loopbacks.conduit(new LoopbackPlugin("lo", 8, false).capabilities(Capability.RMA)).newWorker(ThreadMode.MULTI);
+        var twoAddress = two.address();
+        Endpoint twoToOne = two.connect(one.address());
+        Endpoint oneToTwo = one.connect(twoAddress);
+        CountDownLatch inTwosHandler = new CountDownLatch(1);
+        two.onMessage(1, m -> {
+            inTwosHandler.countDown();
+            one.await(Duration.ofSeconds(WAIT_SECONDS));
+        });
+        one.onMessage(2, m -> { });
+        AtomicReference<Throwable> connectOutcome = new AtomicReference<>();
+        Thread sending = new Thread(() -> connectOutcome.set(catchThrowable(() -> one.connect(twoAddress)))); // the lower id
+        AtomicReference<Throwable> progressOutcome = new AtomicReference<>();
+        Thread awaiting = new Thread(() -> progressOutcome.set(catchThrowable(() -> {
+            while (two.progress() == 0) Thread.onSpinWait();
+        })));
+        plugin.whileConnecting = () -> {
+            if (Thread.currentThread() == sending) twoToOne.send(2, longs(0)); // holding one's lock, wants two's
+        };
+        oneToTwo.send(1, longs(0));
+        awaiting.start();
+        await(inTwosHandler);
+        waitUntilAsleepInAwait(awaiting);
+        sending.start();
+        awaiting.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+        sending.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+
+        assertThat(connectOutcome.get()).as("the connect that was not refused").isNull();
+        assertThat(progressOutcome.get()).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("deadlock between MULTI workers")
+                .hasMessageContaining("this await() gave up between two of its slices")
+                .hasMessageNotContaining("this call did nothing");
+    }
+
+    /** Waits (hang guard) until {@code t} is parked in the runtime lock's queue. */
+    private static void waitUntilWaitingForTheRuntimeLock(Thread t) {
+        waitUntilParkedOn(t, b -> b instanceof dev.conduit.internal.threading.RuntimeLock, "waits for the runtime lock");
+    }
+
+    /** Waits (hang guard) until {@code t} is parked in a worker's await, under its lock. */
+    private static void waitUntilAsleepInAwait(Thread t) {
+        waitUntilParkedOn(t, b -> b instanceof RuntimeWorker, "sleeps in await");
+    }
+
+    private static void waitUntilParkedOn(Thread t, java.util.function.Predicate<Object> blocker, String what) {
+        long hangGuard = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (!(t.getState() == Thread.State.TIMED_WAITING && blocker.test(java.util.concurrent.locks.LockSupport.getBlocker(t)))) {
+            if (System.nanoTime() - hangGuard > 0) throw new AssertionError("hang guard: " + t + " never " + what);
+            Thread.onSpinWait();
+        }
+    }
+
+    /** A thread that refuses to interrupt itself: another thread's interrupt of it goes through. */
+    private static final class InterruptRefusingThread extends Thread {
+        InterruptRefusingThread(Runnable r) {
+            super(r);
+        }
+
+        @Override
+        public void interrupt() {
+            if (Thread.currentThread() == this) throw new UnsupportedOperationException("no interrupt of itself");
+            super.interrupt();
+        }
+    }
+
     /** A MULTI worker over {@code plugins}, which declare SERIALIZED at most: the runtime lock guards it. */
     private Worker multiWorkerUnderTheRuntimeLock(LoopbackPlugin... plugins) {
         Worker worker = loopbacks.conduit(plugins).newWorker(ThreadMode.MULTI);
