@@ -92,7 +92,9 @@ public final class MemfdPlugin implements ConduitPlugin {
      * enough to import, which only connects to a producer's socket: the plugin is then available
      * for imports only, and rules every other capability out here ({@link Availability#without}),
      * saying why; {@link #openMemoryProvider} and {@link #openTransport} throw
-     * {@link NotSupportedException} with the same reason. Creates and closes one memfd, and where
+     * {@link NotSupportedException} with the same reason. With {@code memfd.hugepages=yes} on a
+     * kernel without huge pages it rules memory out, with the reason a pool's opening would throw.
+     * Creates and closes one memfd, and where
      * {@code access(2)} says the directory is not writable, tries to create a file in it (removed
      * at once); leaves nothing behind.
      */
@@ -102,18 +104,22 @@ public final class MemfdPlugin implements ConduitPlugin {
         if (!linux.isAvailable()) {
             return linux;
         }
-        return probe(context, Linux.libc(), linux);
+        return probe(context, Linux.libc(), linux, Meminfo.PATH);
     }
 
-    /** {@link #probe(PluginContext)} through {@code libc}, which tests may put a fake in front of, once Linux is available. */
-    static Availability probe(PluginContext context, Libc libc, Availability linux) {
+    /**
+     * {@link #probe(PluginContext)} through {@code libc}, which tests may put a fake in front of, once
+     * Linux is available, with the kernel's huge pages as {@code meminfo} says.
+     */
+    static Availability probe(PluginContext context, Libc libc, Availability linux, Path meminfo) {
         Map<String, String> details = new LinkedHashMap<>(linux.details());
         details.put("formats", ShmPlugins.formats("handle payload " + MemfdPayload.VERSION + ", fd protocol " + FdProtocol.VERSION));
+        HugePages.Mode hugePagesMode = context.config().get(MemfdConfig.HUGEPAGES);
+        HugePages hugePages = HugePages.read(meminfo);
         try (FileDescriptor probe = libc.memfdCreate("conduit-memfd-probe", MFD_ALLOW_SEALING)) {
             libc.addSeals(probe, Seals.FIXED_SIZE);
             details.put("seals", Seals.describe(libc.seals(probe)));
-            details.put("hugepages", "memfd.hugepages=" + context.config().get(MemfdConfig.HUGEPAGES).name().toLowerCase(Locale.ROOT)
-                    + "; " + HugePages.read(Meminfo.PATH).describe());
+            details.put("hugepages", "memfd.hugepages=" + hugePagesMode.name().toLowerCase(Locale.ROOT) + "; " + hugePages.describe());
         } catch (ErrnoException e) {
             return Availability.unavailable("memfd with seals does not work here: " + e.getMessage() + "; " + probeRemedy(e), details);
         }
@@ -138,6 +144,9 @@ public final class MemfdPlugin implements ConduitPlugin {
         }
         countOwners(libc, directory, details);
         Availability reachable = socketReachability(directory, FdProtocol.PROC_SELF_FD, details);
+        // Before the directory's reason, which rules memory out too and is the one to fix first.
+        String noHugePages = MemfdProvider.refusalOfHugePages(hugePagesMode, hugePages);
+        if (noHugePages != null) reachable = reachable.without(Capability.MEMORY, noHugePages);
         String notWritable = notWritable(libc, directory);
         if (!reachable.isAvailable() || notWritable == null) return reachable;
         // Importing only connects to a producer's socket; everything else puts a lease or a socket in the directory.

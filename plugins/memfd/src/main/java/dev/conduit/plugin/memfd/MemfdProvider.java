@@ -132,11 +132,10 @@ final class MemfdProvider implements MemoryProvider {
         long pageSize = PAGE_SIZE;
         if (mode != HugePages.Mode.NO) {
             HugePages pool = HugePages.read(MEMINFO);
+            String refused = refusalOfHugePages(mode, pool);
+            if (refused != null) throw new ConduitException(refused);
             if (pool.supported()) {
                 pageSize = pool.pageSize();
-            } else if (mode == HugePages.Mode.YES) {
-                throw new ConduitException("memfd.hugepages=yes, but this kernel has no huge pages: " + pool.describe()
-                        + "; set memfd.hugepages=try to fall back to normal pages, or no");
             } else {
                 context.logger().log(System.Logger.Level.INFO, "memfd.hugepages=try: this pool's chunks take normal pages, as "
                         + "this kernel has no huge pages (" + pool.describe() + ")");
@@ -164,6 +163,17 @@ final class MemfdProvider implements MemoryProvider {
             }
             throw e;
         }
+    }
+
+    /**
+     * Why a pool with {@code mode} cannot open on a kernel whose huge pages are {@code pool}, with
+     * the key and the remedy; null when it can. Only {@code yes} on a kernel without huge pages:
+     * the pool's opening throws it, and the probe rules memory out with it.
+     */
+    static String refusalOfHugePages(HugePages.Mode mode, HugePages pool) {
+        if (mode != HugePages.Mode.YES || pool.supported()) return null;
+        return "memfd.hugepages=yes, but this kernel has no huge pages: " + pool.describe()
+                + "; set memfd.hugepages=try to fall back to normal pages, or no";
     }
 
     /** 4 KiB, or with {@code memfd.hugepages} {@code try} or {@code yes} the kernel's default huge page size. */

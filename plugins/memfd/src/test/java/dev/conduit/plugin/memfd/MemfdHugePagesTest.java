@@ -197,6 +197,32 @@ class MemfdHugePagesTest {
         assertThat(Leaks.files(shared)).isEmpty();
     }
 
+    /**
+     * On a kernel without huge pages (a meminfo naming no {@code Hugepagesize}, as one built without
+     * {@code CONFIG_HUGETLBFS} has) a pool with {@code yes} cannot open, and the probe says so: it
+     * rules memory out with the refusal of the pool's opening, the key and the remedy; {@code try}
+     * falls back to normal pages and rules nothing out. The probe offered memory for {@code yes}
+     * that the pool then refused.
+     */
+    @Test
+    void withYesOnAKernelWithoutHugePagesTheProbeRulesMemoryOutNamingTheKeyAndTheRemedy(@TempDir Path proc) throws Exception {
+        Path meminfo = java.nio.file.Files.writeString(proc.resolve("meminfo"),
+                "MemTotal:        8000000 kB\nMemFree:         4000000 kB\nMemAvailable:    6000000 kB\n");
+        dev.conduit.spi.Availability withYes = MemfdPlugin.probe(TestContext.of(shared, Map.of("memfd.hugepages", "yes")),
+                dev.conduit.linux.Linux.libc(), dev.conduit.linux.Linux.availability(), meminfo);
+        assertThat(withYes.isAvailable()).as("imports and the transport need no huge page").isTrue();
+        assertThat(withYes.unsupportedHere()).containsOnlyKeys(dev.conduit.spi.Capability.MEMORY)
+                .containsEntry(dev.conduit.spi.Capability.MEMORY, "memfd.hugepages=yes, but this kernel has no huge pages: none: the "
+                        + "kernel names no Hugepagesize in /proc/meminfo (built without CONFIG_HUGETLBFS); set memfd.hugepages=try to "
+                        + "fall back to normal pages, or no");
+        assertThat(withYes.details().get("hugepages")).startsWith("memfd.hugepages=yes; none: ");
+
+        dev.conduit.spi.Availability withTry = MemfdPlugin.probe(TestContext.of(shared, Map.of("memfd.hugepages", "try")),
+                dev.conduit.linux.Linux.libc(), dev.conduit.linux.Linux.availability(), meminfo);
+        assertThat(withTry.unsupportedHere()).isEmpty();
+        assertThat(Leaks.files(shared)).isEmpty();
+    }
+
     @Test
     void theProbeSaysTheModeAndTheFreeHugePages() {
         var details = plugin.probe(TestContext.of(shared, Map.of("memfd.hugepages", "try"))).details();

@@ -117,7 +117,7 @@ class MemfdPluginTest {
                 dev.conduit.linux.Errno.ENOSYS, "needs Linux 3.17 or later");
         remedies.forEach((errno, remedy) -> {
             Availability availability = MemfdPlugin.probe(TestContext.of(shared), FailingLibc.failing("memfdCreate", errno),
-                    dev.conduit.linux.Linux.availability());
+                    dev.conduit.linux.Linux.availability(), dev.conduit.shm.Meminfo.PATH);
             assertThat(availability.isAvailable()).isFalse();
             assertThat(availability.reason()).contains(dev.conduit.linux.Errno.name(errno)).contains(remedy);
             if (errno != dev.conduit.linux.Errno.ENOSYS) {
