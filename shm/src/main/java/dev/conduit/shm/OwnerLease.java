@@ -607,9 +607,10 @@ public final class OwnerLease implements AutoCloseable {
 
     /**
      * A dead owner's lease, locked by a reclaim until its files are gone ({@link #reclaimDead}); {@code fd} is null for a
-     * dry run's ({@link #wouldReclaimDead}), which released the lease once judged.
+     * dry run's ({@link #wouldReclaimDead}), which released the lease once judged. {@code uid} owns the lease's file
+     * ({@link #uidOf}): the owner's files are that user's.
      */
-    private record LockedLease(String name, String owner, FileDescriptor fd) {
+    private record LockedLease(String name, String owner, FileDescriptor fd, Integer uid) {
         void release() {
             if (fd != null) fd.close();
         }
@@ -750,11 +751,12 @@ public final class OwnerLease implements AutoCloseable {
                     }
                     continue;
                 }
+                Integer uid = uidOf(libc, fd);
                 if (dryRun) {
                     fd.close(); // judged: a look holds no lock while the directory is listed for the owner's files
                     fd = null;
                 }
-                locked.add(new LockedLease(name, owner, fd));
+                locked.add(new LockedLease(name, owner, fd, uid));
                 if (locked.size() == RECLAIM_BATCH) removeFilesOf(libc, directory, prefix, locked, removed, listener, dryRun);
             }
             removeFilesOf(libc, directory, prefix, locked, removed, listener, dryRun);
@@ -800,10 +802,13 @@ public final class OwnerLease implements AutoCloseable {
     /**
      * Removes every {@code <prefix>-<owner>-*} file of the dead owners whose leases {@code locked}
      * holds, as one listing taken now finds them, then each lease whose files all went (so that a
-     * later reclaim retries the rest), and releases the leases, which it empties. A file it cannot
-     * remove that another user than the lease's owns is not the owner's ({@link #isFileOfLeaseOwner}):
-     * it keeps no lease, or another user could pin a dead owner's lease, and a WARNING at every
-     * reclaim, by planting a file under its name in a sticky directory.
+     * later reclaim retries the rest), and releases the leases, which it empties. A file that
+     * another user than the lease's owns is not the owner's ({@link #isFileOfLeaseOwner}): it is
+     * neither removed nor waited for, as the owner's own close leaves it. Waited for, it would let
+     * another user pin a dead owner's lease, and a WARNING at every reclaim, by planting a file under
+     * its name in a sticky directory; until 2026-12-07 only a removal that failed was judged so, and
+     * a reclaim by root, whose unlink fails on no one's file, removed it
+     * (OwnerLeaseTest#aReclaimByRootLeavesAnotherUsersFileUnderADeadOwnersPrefix).
      */
     private static void removeFilesOf(Libc libc, SharedDirectory directory, String prefix, List<LockedLease> locked,
                                       List<String> removed, ReclaimListener listener, boolean dryRun) {
@@ -816,16 +821,15 @@ public final class OwnerLease implements AutoCloseable {
                 boolean all = true;
                 for (int i = first < 0 ? -first - 1 : first; i < names.size() && names.get(i).startsWith(files); i++) {
                     String name = names.get(i);
+                    if (!isFileOfLeaseOwner(directory, name, lease.uid())) continue;
                     long bytes = sizeFor(listener, directory, name);
                     try {
                         if (!dryRun) directory.unlink(name);
                         removed.add(name);
                         if (listener != null) listener.removed(lease.owner(), name, bytes);
                     } catch (ErrnoException e) {
-                        if (isFileOfLeaseOwner(libc, directory, name, lease.fd())) {
-                            cannotRemove(directory, lease.owner(), name, lease.name(), e, listener);
-                            all = false;
-                        }
+                        cannotRemove(directory, lease.owner(), name, lease.name(), e, listener);
+                        all = false;
                     }
                 }
                 // The lease goes last, and only when all else went, so that a later reclaim retries the rest.
@@ -1032,8 +1036,9 @@ public final class OwnerLease implements AutoCloseable {
         }
         List<String> failures = new ArrayList<>();
         int firstErrno = 0;
+        Integer uid = uidOf(libc, fd);
         for (String name : names) {
-            if (!isFileOfLeaseOwner(libc, directory, name, fd)) continue;
+            if (!isFileOfLeaseOwner(directory, name, uid)) continue;
             try {
                 directory.unlink(name);
             } catch (ErrnoException e) {
@@ -1049,18 +1054,23 @@ public final class OwnerLease implements AutoCloseable {
 
     /**
      * Whether {@code name}, under an owner's prefix, is that owner's: not when another user than
-     * the owner of its lease ({@code leaseFd}) owns it, for an owner creates every file as itself,
-     * and anyone may create a file by that name in a sticky directory such as {@code /dev/shm}.
-     * When either owner cannot be told, it is taken for the owner's, whose lease then waits for it
-     * rather than leave it without one.
+     * {@code leaseUid}, the owner of its lease ({@link #uidOf}), owns it, for an owner creates every
+     * file as itself, and anyone may create a file by that name in a sticky directory such as
+     * {@code /dev/shm}. When either owner cannot be told (null), it is taken for the owner's, whose
+     * lease then waits for it rather than leave it without one.
      */
-    private static boolean isFileOfLeaseOwner(Libc libc, SharedDirectory directory, String name, FileDescriptor leaseFd) {
+    private static boolean isFileOfLeaseOwner(SharedDirectory directory, String name, Integer leaseUid) {
+        if (leaseUid == null) return true;
         Integer fileOwner = ownerOf(directory, name);
-        if (fileOwner == null) return true;
+        return fileOwner == null || fileOwner.equals(leaseUid);
+    }
+
+    /** The user that owns the lease open as {@code leaseFd}; null when {@code fstat} cannot tell. */
+    private static Integer uidOf(Libc libc, FileDescriptor leaseFd) {
         try {
-            return fileOwner == libc.fstat(leaseFd).uid();
+            return libc.fstat(leaseFd).uid();
         } catch (ErrnoException e) {
-            return true;
+            return null;
         }
     }
 }

@@ -483,6 +483,34 @@ class OwnerLeaseTest {
     }
 
     /**
+     * Root removes any file from a sticky directory, so its reclaim judges each file of a dead owner
+     * by its owner before it removes it: one of another user than the lease's is left, and its dry
+     * run does not list it, while the owner's files and lease go. It was removed, since only a
+     * removal that failed was judged.
+     */
+    @Test
+    void aReclaimByRootLeavesAnotherUsersFileUnderADeadOwnersPrefix() throws Exception {
+        Libc libc = Linux.libc();
+        org.junit.jupiter.api.Assumptions.assumeTrue(libc.geteuid() == 0, "changing a file's owner takes root");
+        String owner = SharedDirectory.randomId();
+        String leaseName = OwnerLease.leaseName("conduit-test", owner);
+        java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead
+        String chunk = "conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk";
+        java.nio.file.Files.createFile(shared.resolve(chunk));
+        String plantedName = "conduit-test-" + owner + "-planted";
+        java.nio.file.Files.setAttribute(java.nio.file.Files.createFile(shared.resolve(plantedName)), "unix:uid", 54321);
+        try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            OwnerLease.ReclaimListener ignored = new OwnerLease.ReclaimListener() {
+                @Override public void removed(String o, String name, long bytes) { }
+                @Override public void notRemoved(String o, String name, dev.conduit.linux.ErrnoException e) { }
+            };
+            assertThat(OwnerLease.wouldReclaimDead(libc, directory, "conduit-test", ignored)).containsExactlyInAnyOrder(chunk, leaseName);
+            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).containsExactlyInAnyOrder(chunk, leaseName);
+        }
+        assertThat(shared.toFile().list()).containsExactly(plantedName);
+    }
+
+    /**
      * A dead owner's file that a reclaim cannot remove keeps its lease, and a lease that cannot be
      * removed stays itself: the next reclaim tries again. The WARNING said only "cannot remove
      * &lt;path&gt; of a dead owner: unlinkat(...): EACCES": neither what to do (the directory's
