@@ -918,8 +918,22 @@ public final class IpcCache implements AutoCloseable {
      * The entries by key, for the hit path: an open-addressing table replaced whole (copy on write)
      * on every insert and removal — which happen on misses and evictions, far rarer than hits — so
      * that a lookup reads one volatile array and nothing else.
+     *
+     * <p>A key's slot is a hash keyed by a random seed of this index's own ({@link #slot}): every
+     * field of a key is the exporter's to choose (a hostile one wraps one valid payload in handles
+     * of any origin and export id, each a miss that maps and is kept), and under a fixed hash it
+     * could choose keys that all share a slot, so that every lookup, another exporter's hits
+     * included, walks a run as long as the entries it made (up to {@code ipc.cache.entries}).
+     * Until 2026-12-07 the hash was fixed, and its fields were combined before anything mixed
+     * them: keys with the same {@code originHigh ^ originLow * 31 ^ exportId}, or export ids that
+     * differ only in their high bits, shared a slot whatever a seed xored in
+     * (IpcCacheTest#keysThatShareASlotUnderAFixedHashSpreadOverACachesIndex).
      */
-    private static final class HitIndex {
+    static final class HitIndex {
+        private static final java.security.SecureRandom SEEDS = new java.security.SecureRandom();
+        private static final long GOLDEN = 0x9E3779B97F4A7C15L;
+
+        private final long seed = SEEDS.nextLong();
         private volatile Entry[] table = new Entry[16];
         private int size;
 
@@ -973,7 +987,7 @@ public final class IpcCache implements AutoCloseable {
             table = t;
         }
 
-        private static void insert(Entry[] t, Entry e) {
+        private void insert(Entry[] t, Entry e) {
             int mask = t.length - 1;
             int i = slot(e.key.originHigh(), e.key.originLow(), e.key.exportId(), mask);
             while (t[i] != null) i = (i + 1) & mask;
@@ -986,9 +1000,22 @@ public final class IpcCache implements AutoCloseable {
             return n;
         }
 
-        private static int slot(long originHigh, long originLow, long exportId, int mask) {
-            long h = (originHigh ^ originLow * 31 ^ exportId) * 0x9E3779B97F4A7C15L;
+        /**
+         * Each field goes into the seeded state through a fold of its high half onto its low one
+         * and a multiply, one after another: which keys share a slot then depends on the seed, where
+         * a seed xored into fields combined first (or a multiply alone, which carries a difference in
+         * the high bits only upwards) leaves the keys that collided colliding. Three multiplies
+         * where there was one, on the hit path.
+         */
+        int slot(long originHigh, long originLow, long exportId, int mask) {
+            long h = mix(seed ^ originHigh);
+            h = mix(h ^ originLow);
+            h = mix(h ^ exportId);
             return (int) (h ^ (h >>> 32)) & mask;
+        }
+
+        private static long mix(long x) {
+            return (x ^ (x >>> 32)) * GOLDEN;
         }
     }
 }

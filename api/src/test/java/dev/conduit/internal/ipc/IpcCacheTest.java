@@ -71,6 +71,27 @@ class IpcCacheTest {
     }
 
     /** A plugin whose mapping has no {@code exporterState} of its own cannot tell; a closed region refuses to be asked. */
+    /**
+     * The hit index's slot is keyed by a seed of the cache's own: keys an exporter chooses to share
+     * one slot under a fixed hash (the same {@code originHigh ^ originLow * 31 ^ exportId}, or export
+     * ids that differ only above bit 47) spread over the index. Under the fixed hash each family
+     * took one slot, so that a lookup walked all of them. No timing: where the keys land.
+     */
+    @Test
+    void keysThatShareASlotUnderAFixedHashSpreadOverACachesIndex() {
+        IpcCache.HitIndex index = new IpcCache.HitIndex();
+        int mask = 127;
+        java.util.Set<Integer> sameCombination = new java.util.HashSet<>();
+        java.util.Set<Integer> highBitsOnly = new java.util.HashSet<>();
+        for (long i = 0; i < 64; i++) {
+            long exportId = i + 1;
+            sameCombination.add(index.slot(0x5EEDL ^ 31 ^ exportId, 1, exportId, mask));
+            highBitsOnly.add(index.slot(1, 1, 1 | i << 48, mask));
+        }
+        assertThat(sameCombination).as("slots of 64 keys of one combination").hasSizeGreaterThan(16);
+        assertThat(highBitsOnly).as("slots of 64 export ids differing above bit 47").hasSizeGreaterThan(16);
+    }
+
     @Test
     void anImportOfAPluginThatCannotTellItsExportersLifeSaysUnknownAndAClosedOneRefusesToBeAsked() {
         Pool pool = open(1 << 30).pool("inproc");
