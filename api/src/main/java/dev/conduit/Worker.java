@@ -94,6 +94,8 @@ public interface Worker extends AutoCloseable {
      *         before Linux 5.18), a worker whose lease is gone cannot be told from that, and its
      *         connect is a plain {@code ConduitException} too (docs/runtime.md, "Addresses and
      *         connecting")
+     * @throws IllegalStateException when the worker is closed, also by a close that overtook the
+     *         connect (its transport's failure the cause)
      */
     Endpoint connect(WorkerAddress peer, EndpointErrorHandler onError);
 

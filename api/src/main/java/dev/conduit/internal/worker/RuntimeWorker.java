@@ -555,6 +555,7 @@ public final class RuntimeWorker implements Worker {
                 try {
                     ep = connectThrough(i, entry.address(), peer.toString(), onError, false);
                 } catch (RuntimeException | LinkageError e) {
+                    if (has(CLOSED)) throw closedException(e); // the close overtook it: no failure of the transport
                     reasons.add("'" + name + "': " + describe(e));
                     causes.add(e);
                     continue;
@@ -579,7 +580,9 @@ public final class RuntimeWorker implements Worker {
     /**
      * Connects through transport {@code i} to the peer whose address for it is {@code address};
      * inside the guard. The caller registers the endpoint ({@link #register}), which fails on a
-     * worker whose close overtook the connect: that is no failure of the transport.
+     * worker whose close overtook the connect; and the caller throws {@link #closedException} for
+     * what the transport threw once that close had begun (a transport it closed throws
+     * {@link IllegalStateException}): neither is a failure of the transport.
      *
      * @throws RuntimeException what the transport's connect threw: a {@link ConduitException} as it is, anything else but an
      *                          {@link IllegalStateException} wrapped in one that names it as most likely the plugin's fault
@@ -620,6 +623,7 @@ public final class RuntimeWorker implements Worker {
      * @throws dev.conduit.spi.NotSupportedException when the transport does not give senders' addresses
      * @throws PeerFailedException when the transport no longer delivers from that connection, or its connect found the sender gone
      * @throws ConduitException    when the sender cannot be reached, naming the transport and why
+     * @throws IllegalStateException when the worker is closed, also by a close that overtook the connect
      */
     RuntimeEndpoint connectToSender(int i, long sender) {
         String name = transportNames[i];
@@ -653,6 +657,7 @@ public final class RuntimeWorker implements Worker {
             try {
                 ep = connectThrough(i, address, peer, null, true);
             } catch (RuntimeException | LinkageError e) {
+                if (has(CLOSED)) throw closedException(e); // the close overtook it: no failure of the transport
                 commit(event, peer, "", List.of("'" + name + "': " + describe(e)));
                 throw cannotAnswer(peer + ": connecting to the address it announced failed: " + describe(e), e);
             }

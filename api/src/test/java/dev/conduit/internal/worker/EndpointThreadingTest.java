@@ -327,6 +327,67 @@ class EndpointThreadingTest {
     }
 
     /**
+     * A close that overtakes a connect inside the transport's own connect (Conduit.close() forced
+     * past an owner that waits on a peer's fd server, ShmTransport's {@code closed} check) makes
+     * the transport throw "transport is closed", an IllegalStateException, as every transport
+     * call on a closed transport does. The connect says the worker is closed, with the transport's
+     * failure as the cause, as the register path of the same race does. It used to take that for
+     * the transport's failure to reach the peer, go on to its other transports, and throw a
+     * ConduitException "every transport tried failed".
+     */
+    @Test
+    void aConnectWhoseTransportAWorkersCloseOvertookSaysTheWorkerIsClosed() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        Worker peer = conduit.newWorker(ThreadMode.MULTI);
+        Runnable close = closingOnAnotherThreadOnce(worker);
+        plugin.whileConnecting = () -> {
+            close.run();
+            throw new IllegalStateException("lo transport is closed"); // as ShmTransport.closedError() after its handOff check
+        };
+
+        assertThatThrownBy(() -> worker.connect(peer.address()))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("worker is closed")
+                .cause().hasMessage("lo transport is closed");
+    }
+
+    /**
+     * The same race under a handler's {@code replyEndpoint()}: the connect to the sender's address
+     * that a worker's close overtook inside the transport used to be "cannot answer the sender of
+     * connection ...: connecting to the address it announced failed", a ConduitException that
+     * blames the sender's address, though the worker is closed.
+     */
+    @Test
+    void aReplyEndpointWhoseTransportAWorkersCloseOvertookSaysTheWorkerIsClosed() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        plugin.namesSenders = true;
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker server = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(server.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        Worker client = conduit.newWorker(ThreadMode.MULTI);
+        AtomicReference<Throwable> answering = new AtomicReference<>();
+        server.onMessage(1, m -> answering.set(catchThrowable(m::replyEndpoint)));
+        client.connect(server.address()).send(1, longs(1));
+        Runnable close = closingOnAnotherThreadOnce(server);
+        plugin.whileConnecting = () -> {
+            close.run();
+            throw new IllegalStateException("lo transport is closed"); // as ShmTransport.closedError() after its handOff check
+        };
+
+        for (long hangGuard = 0; answering.get() == null; hangGuard++) {
+            assertThat(hangGuard).as("hang guard: progress() calls before the handler ran").isLessThan(1_000_000);
+            server.progress();
+        }
+        assertThat(answering.get())
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("worker is closed")
+                .cause().hasMessage("lo transport is closed");
+    }
+
+    /**
      * Under PASS_THROUGH an endpoint's close may run while another thread opens a peer region on
      * it. A region opened after the close had closed the endpoint's regions used to be added to
      * them all the same: it stayed open, holding its IPC-cache entry, though the endpoint promised
