@@ -886,14 +886,7 @@ public final class ShmTransport implements Transport {
                     c.addSuppressed(lookFailure);
                 }
             }
-            try {
-                if (mapping != null) mapping.close();
-            } catch (RuntimeException unmapFailure) {
-                // the lease's watch still goes, and the connect's own failure is what it says
-                (died != null ? died : failure).addSuppressed(unmapFailure);
-            } finally {
-                peerLeases.release(peerLease);
-            }
+            giveBack(mapping, peerLease, died != null ? died : failure);
             // Proven dead: its queue, leases and socket need not wait for the next worker or pool on the directory.
             if (died != null || failure instanceof PeerFailedException) reclaimDeadPeers(directory);
             if (died != null) throw died;
@@ -910,7 +903,24 @@ public final class ShmTransport implements Transport {
                         + "exports a region: " + c.getMessage(), c);
             }
             throw failure;
+        } catch (Throwable failure) {
+            // An Error (memfd's exchange for a virtual thread, made on a new platform thread, at the process's thread limit) or
+            // an importer's checked exception (another JVM language's): nothing of the peer's to tell, thrown as it is.
+            giveBack(mapping, peerLease, failure);
+            throw failure;
         }
+    }
+
+    /**
+     * Gives back what a connect that failed with {@code failure} took of the peer: the mapping of
+     * its queue, when made, and its use of the watch of the peer's lease, which otherwise stays
+     * counted in {@link #peerLeases}, its descriptor open, for the process's life (the worker's
+     * close gives back only what its endpoints hold). A step's own failure goes into
+     * {@code failure}, suppressed.
+     */
+    private void giveBack(ChunkMapping mapping, LeaseWatch peerLease, Throwable failure) {
+        if (mapping != null) Cleanup.run(failure, mapping::close);
+        Cleanup.run(failure, () -> peerLeases.release(peerLease));
     }
 
     @Override

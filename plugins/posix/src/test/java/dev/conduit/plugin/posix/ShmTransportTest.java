@@ -1365,6 +1365,30 @@ class ShmTransportTest {
     }
 
     /**
+     * An import of the peer's queue that fails with an {@code Error} (memfd's exchange, made for a
+     * virtual thread on a new platform thread, {@code PluginContext.blockingCall}, gets "unable to
+     * create native thread" at a process's thread limit) or a checked exception (an importer of
+     * another JVM language) is thrown on as it is, and gives back the watch of the peer's lease as
+     * every other failure does: the connect's cleanup caught only RuntimeException and
+     * InternalError, so the watch's descriptor stayed open, counted as a user in PeerLeases, which
+     * the worker's close does not walk (it gives back what its endpoints and connections hold).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"error", "checked"})
+    void aConnectWhoseImportOfThePeersQueueThrowsAnErrorOrACheckedExceptionGivesBackTheWatchOfThePeersLease(String kind) {
+        Throwable injected = kind.equals("error")
+                ? new OutOfMemoryError("unable to create native thread: possibly out of memory or process/resource limits reached")
+                : new java.io.IOException("injected checked failure");
+        Transport receiver = transport(new Received());
+        Transport sender = receiverWith(new Received(), importer -> (payload, length) -> {
+            throw sneaky(injected);
+        });
+        long descriptors = ProcessResources.openDescriptors();
+        assertThat(catchThrowable(() -> connect(sender, receiver, cause -> { }))).isSameAs(injected);
+        assertThat(ProcessResources.openDescriptors()).as("the watch of the peer's lease").isEqualTo(descriptors);
+    }
+
+    /**
      * A peer's queue file truncated after the importer checked its length (a process with write
      * access to the shared directory shrank it) faults at the connect's first read of its header:
      * the connect used to throw the JVM's bare InternalError and keep the mapping of the queue and
