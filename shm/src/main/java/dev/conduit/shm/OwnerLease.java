@@ -298,14 +298,24 @@ public final class OwnerLease implements AutoCloseable {
 
     /**
      * Whether {@code leaseName} is the name of a lease of {@code prefix} whose owner could have
-     * made {@code connection} ({@link #newConnectionId}): {@code <prefix>-<owner>.lease}, the owner
-     * id 32 lower-case hex digits whose first 8 are the connection's first 32 bits. A sender's
-     * CONNECT names its lease; a name of any other form is no sender's.
+     * made {@code connection} ({@link #newConnectionId}): a lease of {@code prefix}
+     * ({@link #isLeaseOf(String, String)}) whose owner id's first 8 digits are the connection's
+     * first 32 bits. A sender's CONNECT names its lease; a name of any other form is no sender's.
      */
     public static boolean isLeaseOf(String prefix, String leaseName, long connection) {
-        String start = prefix + "-" + String.format("%08x", connection >>> 32);
-        return leaseName.length() == prefix.length() + 1 + 32 + LEASE.length() && leaseName.startsWith(start) && leaseName.endsWith(LEASE)
-                && HEX.matcher(leaseName.substring(prefix.length() + 1, leaseName.length() - LEASE.length())).matches();
+        return isLeaseOf(prefix, leaseName) && leaseName.startsWith(prefix + "-" + String.format("%08x", connection >>> 32));
+    }
+
+    /**
+     * Whether {@code leaseName} is the name of a lease of {@code prefix} as {@link #acquire} makes
+     * them: {@code <prefix>-<owner>.lease}, the owner id 32 lower-case hex digits. A worker's
+     * address names its lease; a name of any other form (a pool's lease, another file under the
+     * plugin's prefix, a path) is no worker's.
+     */
+    public static boolean isLeaseOf(String prefix, String leaseName) {
+        int ownerStart = prefix.length() + 1;
+        return leaseName.length() == ownerStart + 32 + LEASE.length() && leaseName.startsWith(prefix + "-") && leaseName.endsWith(LEASE)
+                && HEX.matcher(leaseName.substring(ownerStart, leaseName.length() - LEASE.length())).matches();
     }
 
     /**

@@ -566,7 +566,7 @@ public final class ShmTransport implements Transport {
         this.goneSendersPastInboundMax = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
         this.failedEndpointLeaseChecks = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
         this.failedCloses = new RepeatedWarning(context.logger(), java.time.Duration.ofMinutes(1));
-        this.leasePrefix = "conduit-" + plugin + "-worker";
+        this.leasePrefix = workerLeasePrefix(plugin);
         SharedDirectory dir = null;
         OwnerLease ownLease = null;
         Chunk chunk = null;
@@ -749,6 +749,11 @@ public final class ShmTransport implements Transport {
         return plugin;
     }
 
+    /** The prefix of the leases of {@code plugin}'s workers ({@link OwnerLease#isLeaseOf(String, String)}). */
+    private static String workerLeasePrefix(String plugin) {
+        return "conduit-" + plugin + "-worker";
+    }
+
     /**
      * The name of the lease of the worker whose {@code plugin} transport address is {@code address} (of either version a
      * connect takes), in the shared directory it names; null when {@code address} is no such address. For conduit perf's
@@ -761,8 +766,7 @@ public final class ShmTransport implements Transport {
             int version = reader.u8("version");
             if (version != ADDRESS_VERSION && version != ADDRESS_VERSION_WITHOUT_DIRECTORY) return null;
             String leaseName = reader.relativePath("lease");
-            return leaseName.startsWith("conduit-" + plugin + "-") && leaseName.endsWith(".lease") && leaseName.indexOf('/') < 0
-                    ? leaseName : null;
+            return OwnerLease.isLeaseOf(workerLeasePrefix(plugin), leaseName) ? leaseName : null;
         } catch (RuntimeException malformed) {
             return null;
         }
@@ -777,8 +781,10 @@ public final class ShmTransport implements Transport {
             throw peer.invalid("version", FormatVersions.refusal("its " + plugin + " transport address", version, ADDRESS_VERSION, "the peer"));
         }
         String leaseName = peer.relativePath("lease");
-        if (!leaseName.startsWith("conduit-" + plugin + "-") || !leaseName.endsWith(".lease")) {
-            throw peer.invalid("lease", "'" + leaseName + "' is not a " + plugin + " worker lease");
+        // As a receiver requires of a CONNECT: any other name (a pool's lease, one nothing has) would be taken for a peer
+        // whose lease is there or gone, not for an address that was never a worker's.
+        if (!OwnerLease.isLeaseOf(leasePrefix, leaseName)) {
+            throw peer.invalid("lease", "'" + leaseName + "' is not a " + plugin + " worker lease (" + leasePrefix + "-<owner>.lease)");
         }
         int exportLength = peer.u16("queue.length");
         byte[] export = peer.bytes("queue", exportLength);

@@ -11,11 +11,13 @@ import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.PayloadReader;
+import dev.conduit.spi.PayloadWriter;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.ThreadMode;
@@ -1362,6 +1364,34 @@ class ShmTransportTest {
                 .hasMessage("posix: cannot map the peer's receive queue, which its worker exports as a producer exports a region: the "
                         + "producer's fd server on /x.sock did not answer within memfd.connect.timeout (injected by the test)");
         assertThat(ProcessResources.openDescriptors()).as("the watch of the peer's lease").isEqualTo(descriptors);
+    }
+
+    /**
+     * An address whose lease is no worker lease ({@code conduit-posix-worker-<owner>.lease}, as a
+     * receiver requires of every CONNECT: {@code OwnerLease#isLeaseOf}) is refused as malformed,
+     * naming the field, before any file is opened: a name under the plugin's prefix that nothing
+     * has, and one of a pool's lease's form. The connect used to check only the plugin's prefix and
+     * the suffix, so both passed: a name nothing has was taken for a worker gone from the very
+     * directory the address names, a PeerFailedException that a failover acts on (and that had the
+     * connect reclaim the directory), for an address that was never a worker's; and a live pool's
+     * lease would have been watched as the peer's.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"conduit-posix-not-a-worker.lease", "conduit-posix-0123456789abcdef0123456789abcdef.lease"})
+    void anAddressWhoseLeaseIsNoWorkerLeaseIsRefusedNamingTheField(String leaseName) {
+        Transport receiver = transport(new Received());
+        Transport sender = transport(new Received());
+        PayloadReader r = new PayloadReader(receiver.address());
+        PayloadWriter forged = new PayloadWriter().u8(r.u8("version"));
+        r.string("lease", PayloadReader.MAX_PATH_LENGTH);
+        forged.string(leaseName);
+        forged.bytes(r.bytes("rest", r.remaining()));
+        byte[] address = forged.toByteArray();
+
+        assertThatThrownBy(() -> sender.connect(new PayloadReader(address), cause -> { }))
+                .isInstanceOf(InvalidHandleException.class)
+                .hasMessageContaining("'" + leaseName + "' is not a posix worker lease (conduit-posix-worker-<owner>.lease)")
+                .extracting(e -> ((InvalidHandleException) e).field()).isEqualTo("lease");
     }
 
     /**
