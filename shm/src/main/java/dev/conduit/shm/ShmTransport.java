@@ -862,6 +862,7 @@ public final class ShmTransport implements Transport {
                         + "altered or forged, or put together from two addresses, or a process that maps the queue overwrote its header. "
                         + "Connect with the address the peer's worker gives now (Worker.address().toBytes())"), e);
             }
+            if (peerQueue.isClosing()) throw readsNothingMore(peerQueue, leaseName);
             // Not an id this worker's count came round to while it is still taken: the receiver would take the two
             // connections for one (a second CONNECT refuses it), or refuse the new one at once (listed as refused).
             long connection = lease.newConnectionId(id -> connectionsInUse.get(id) != null || peerQueue.refusalOf(id) != 0);
@@ -893,8 +894,11 @@ public final class ShmTransport implements Transport {
                 }
             }
             giveBack(mapping, peerLease, died != null ? died : failure);
-            // Proven dead: its queue, leases and socket need not wait for the next worker or pool on the directory.
-            if (died != null || failure instanceof PeerFailedException) reclaimDeadPeers(directory);
+            // Proven dead: its queue, leases and socket need not wait for the next worker or pool on the directory. One that
+            // reads nothing more still lives, and its close removes its files.
+            if (died != null || failure instanceof PeerFailedException p && p.reason() != Reason.CLOSED && p.reason() != Reason.DAMAGED) {
+                reclaimDeadPeers(directory);
+            }
             if (died != null) throw died;
             // A posix queue file truncated after the importer checked its length: the first read of its header faults.
             if (failure instanceof InternalError fault) {
@@ -915,6 +919,21 @@ public final class ShmTransport implements Transport {
             giveBack(mapping, peerLease, failure);
             throw failure;
         }
+    }
+
+    /**
+     * The refusal of a connect to a peer whose queue says it reads nothing more: its worker began to
+     * close (the close marks the queue closing first, and frees it and releases the lease last), or
+     * found its queue's header overwritten. Connected, its first send would fail.
+     */
+    private PeerFailedException readsNothingMore(ReceiveQueue peerQueue, String leaseName) {
+        if (peerQueue.isDamaged()) {
+            return new PeerFailedException(Reason.DAMAGED, plugin + ": the peer worker reads nothing more: it found its receive queue's "
+                    + "header overwritten by a process that maps the queue (its lease " + leaseName + "; its worker's progress() said "
+                    + "what changed)");
+        }
+        return new PeerFailedException(Reason.CLOSED, plugin + ": the peer worker closed: it marked its receive queue closing, and reads "
+                + "nothing more (its lease " + leaseName + "); connect to the worker that takes its place, at the address that one gives");
     }
 
     /**

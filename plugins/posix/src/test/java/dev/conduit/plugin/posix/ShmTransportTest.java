@@ -1395,6 +1395,30 @@ class ShmTransportTest {
     }
 
     /**
+     * A connect to a worker whose queue says it reads nothing more (its close marks the queue
+     * closing first, 1, then closed, 2, and frees it and releases its lease last; 3: it found its
+     * queue's header overwritten) is refused as the peer's failure, CLOSED or DAMAGED, and gives
+     * back what it took. ReceiveQueue.attach ignored the closing word, so a connect that came
+     * before the close freed the queue succeeded, to a peer that would never read its messages:
+     * its first send failed.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2, 3})
+    void aConnectToAWorkerWhoseQueueSaysItReadsNothingMoreIsAPeerFailure(int closingWord) throws Exception {
+        Transport receiver = receiverThatUnblocksAtOnce(new Received());
+        Transport sender = transport(new Received());
+        writeIntoTheQueue(queue -> queue.set(ValueLayout.JAVA_INT, 520, closingWord)); // the closing word: ReceiveQueue offset 520
+        long descriptors = ProcessResources.openDescriptors();
+
+        Throwable refused = catchThrowable(() -> connect(sender, receiver, cause -> { }));
+        assertThat(refused).isInstanceOf(PeerFailedException.class)
+                .hasMessageStartingWith(closingWord == 3 ? "posix: the peer worker reads nothing more" : "posix: the peer worker closed");
+        assertThat(((PeerFailedException) refused).reason())
+                .isEqualTo(closingWord == 3 ? PeerFailedException.Reason.DAMAGED : PeerFailedException.Reason.CLOSED);
+        assertThat(ProcessResources.openDescriptors()).as("the watch of the peer's lease").isEqualTo(descriptors);
+    }
+
+    /**
      * An import of the peer's queue that fails with an {@code Error} (memfd's exchange, made for a
      * virtual thread on a new platform thread, {@code PluginContext.blockingCall}, gets "unable to
      * create native thread" at a process's thread limit) or a checked exception (an importer of
