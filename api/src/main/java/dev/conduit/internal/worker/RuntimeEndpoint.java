@@ -629,12 +629,17 @@ final class RuntimeEndpoint implements Endpoint {
     }
 
     /**
-     * Calls the error handler if the endpoint failed and it was not called yet. On the progress
-     * thread, inside the worker's guard; its exception goes to {@code delivery}.
+     * Calls the error handler if the endpoint failed, is not closed, and the handler was not called
+     * yet. On the progress thread, inside the worker's guard; its exception goes to {@code delivery}.
+     * A closed endpoint was given back by its close; the worker's report walks the endpoints as they
+     * were when it began, so one that an earlier error handler of the same report closed comes here
+     * too, and is not called back (Worker.connect's promise).
+     *
+     * @return whether the handler was called (or the failure logged): the worker then gives back what the endpoint holds
      */
     boolean reportFailure(MessageDispatch.Delivery delivery) {
         PeerFailedException f = failure;
-        if (f == null || !NOTIFIED.compareAndSet(this, false, true)) return false;
+        if (f == null || closed || !NOTIFIED.compareAndSet(this, false, true)) return false;
         Thread previous = delivery.thread;
         delivery.thread = Thread.currentThread();
         delivery.depth++;

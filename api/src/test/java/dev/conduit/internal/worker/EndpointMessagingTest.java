@@ -1282,6 +1282,35 @@ class EndpointMessagingTest {
     }
 
     /**
+     * Worker.connect: "an endpoint the application closed before a progress call reported its
+     * failure ... is not called back, and still says it failed". Two endpoints to one peer that
+     * fail together: the error handler of the first closes the second (a failover that drops every
+     * connection to the dead peer at once), before the same progress call came to report the
+     * second's failure. Until 2026-12-07 the report walked the endpoints as they were when it began
+     * and called the second's handler too, on its closed endpoint.
+     */
+    @Test
+    void anEndpointThatAnotherEndpointsErrorHandlerClosedIsNotCalledBack() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker client = conduit.newWorker(ThreadMode.SINGLE);
+        Worker server = conduit.newWorker(ThreadMode.SINGLE);
+        List<Endpoint> calledBack = new ArrayList<>();
+        Endpoint[] second = new Endpoint[1];
+        Endpoint first = client.connect(server.address(), (failed, cause) -> {
+            calledBack.add(failed);
+            second[0].close();
+        });
+        second[0] = client.connect(server.address(), (failed, cause) -> calledBack.add(failed));
+        plugin.transports.get(1).kill(); // the server's
+
+        client.progress();
+
+        assertThat(calledBack).as("the second was closed before its failure was reported").containsExactly(first);
+        assertThat(second[0].isFailed()).as("the closed second still says it failed").isTrue();
+    }
+
+    /**
      * EndpointErrorHandler: "it may close the endpoint or connect again": a failover from the
      * handler, inside the progress call that reported the failure, to a standby that then gets
      * what is sent.
