@@ -166,7 +166,9 @@ public interface Conduit extends AutoCloseable {
      * for to its end. So stop, or let finish, the threads that use
      * workers before closing their {@code Conduit}. Called from a message or error handler, or
      * from a {@code PayloadEncoder}, it closes everything else, and the worker running that
-     * handler or encoder closes as the call that ran it returns.
+     * handler or encoder closes as the call that ran it returns (on a {@code MULTI} worker whose
+     * plugins take concurrent calls, as the first call returns once no thread runs a handler or
+     * encoder of it).
      *
      * <p>From the moment a close starts, {@link #newWorker}, {@link #pool} and {@link #importRegion}
      * throw {@link IllegalStateException}. Only the first close does the work: called while another

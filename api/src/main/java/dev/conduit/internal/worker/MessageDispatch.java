@@ -12,6 +12,7 @@ import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.BitSet;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -43,6 +44,12 @@ final class MessageDispatch implements MessageSink {
     /** The one delivery context when calls are exclusive (any guard but pass-through), else {@code null}. */
     private final Delivery shared;
     private final ThreadLocal<Delivery> perThread;
+    /**
+     * The threads running a handler or {@code PayloadEncoder} of this worker now, when several may
+     * ({@link #shared} is {@code null}), else {@code null}: a close that one of them asked for
+     * ({@code Conduit.close()}) waits until none is.
+     */
+    private final AtomicInteger threadsCalledBack;
     private final AtomicLong unhandled = new AtomicLong();
     private final BitSet warned = new BitSet();
     /** What {@link #suppress} could not attach: logged, so that a handler's exception is never lost without a word. */
@@ -55,9 +62,11 @@ final class MessageDispatch implements MessageSink {
     MessageDispatch(boolean concurrent) {
         if (concurrent) {
             shared = null;
-            perThread = ThreadLocal.withInitial(() -> new Delivery(access.create(), notSuppressed));
+            AtomicInteger calledBack = threadsCalledBack = new AtomicInteger();
+            perThread = ThreadLocal.withInitial(() -> new Delivery(access.create(), notSuppressed, calledBack));
         } else {
-            shared = new Delivery(access.create(), notSuppressed);
+            shared = new Delivery(access.create(), notSuppressed, null);
+            threadsCalledBack = null;
             perThread = null;
         }
     }
@@ -71,6 +80,15 @@ final class MessageDispatch implements MessageSink {
     boolean handlingOnCurrentThread() {
         Delivery d = delivery();
         return d.depth > 0 && (shared == null || d.thread == Thread.currentThread());
+    }
+
+    /**
+     * Whether any thread is running a handler or {@code PayloadEncoder} of this worker right now: a
+     * {@code PASS_THROUGH} worker's threads each have a delivery context of their own, so that the
+     * calling thread's says nothing of the others'.
+     */
+    boolean calledBackOnAnyThread() {
+        return shared != null ? shared.depth > 0 : threadsCalledBack.get() > 0;
     }
 
     /** Whether {@code thread} is running a handler of this worker right now (only meaningful for exclusive workers). */
@@ -124,13 +142,13 @@ final class MessageDispatch implements MessageSink {
                 payloadBuffer == null ? MemorySegment.NULL : payloadBuffer, payloadOffset, payloadLength, from, sender);
         Thread previous = d.thread;
         d.thread = Thread.currentThread();
-        d.depth++;
+        d.callBackBegins();
         try {
             handler.onMessage(m);
         } catch (Throwable t) {
             d.fail(t);
         } finally {
-            d.depth--;
+            d.callBackEnds();
             d.thread = previous;
             access.invalidate(m);
         }
@@ -198,7 +216,8 @@ final class MessageDispatch implements MessageSink {
          * Handlers (message or error) and {@code PayloadEncoder}s of sends on this worker's endpoints
          * running now: what their code calls on the worker is a call-back, one count that the
          * progress path tests at no more cost than it did for handlers alone. (Which of the two runs
-         * innermost, an endpoint's encoding thread says.)
+         * innermost, an endpoint's encoding thread says.) Counted by {@link #callBackBegins} and
+         * {@link #callBackEnds}.
          */
         int depth;
         /** Transport progress or await calls on the stack. */
@@ -220,10 +239,23 @@ final class MessageDispatch implements MessageSink {
         private WeakReference<RuntimeEndpoint> replyEndpoint;
 
         private final RepeatedWarning notSuppressed;
+        /** The worker's count of threads in call-backs when it has a context per thread ({@link #threadsCalledBack}), else null. */
+        private final AtomicInteger threadsCalledBack;
 
-        Delivery(Message message, RepeatedWarning notSuppressed) {
+        Delivery(Message message, RepeatedWarning notSuppressed, AtomicInteger threadsCalledBack) {
             this.notSuppressed = notSuppressed;
             this.message = message;
+            this.threadsCalledBack = threadsCalledBack;
+        }
+
+        /** A handler or {@code PayloadEncoder} begins on this thread; this thread is counted among the worker's in call-backs. */
+        void callBackBegins() {
+            if (depth++ == 0 && threadsCalledBack != null) threadsCalledBack.getAndIncrement();
+        }
+
+        /** The innermost handler or {@code PayloadEncoder} of this thread returned. */
+        void callBackEnds() {
+            if (--depth == 0 && threadsCalledBack != null) threadsCalledBack.getAndDecrement();
         }
 
         /** The endpoint this thread last answered {@code sender} of transport {@code transport} through, if it is still open; else null. */

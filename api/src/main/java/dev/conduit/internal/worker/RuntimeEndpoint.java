@@ -221,11 +221,11 @@ final class RuntimeEndpoint implements Endpoint {
                 if (encodingThread != null) throw encoderSent();
                 encodingThread = Thread.currentThread();
                 MessageDispatch.Delivery d = worker.delivery();
-                d.depth++; // the encoder's calls on the worker are call-backs, as a handler's are
+                d.callBackBegins(); // the encoder's calls on the worker are call-backs, as a handler's are
                 try {
                     return encode(id, header, maxLength, encoder);
                 } finally {
-                    d.depth--;
+                    d.callBackEnds();
                     encodingThread = null;
                 }
             } finally {
@@ -642,7 +642,7 @@ final class RuntimeEndpoint implements Endpoint {
         if (f == null || closed || !NOTIFIED.compareAndSet(this, false, true)) return false;
         Thread previous = delivery.thread;
         delivery.thread = Thread.currentThread();
-        delivery.depth++;
+        delivery.callBackBegins();
         try {
             if (onError != null) {
                 onError.onError(this, f);
@@ -655,7 +655,7 @@ final class RuntimeEndpoint implements Endpoint {
         } catch (Throwable t) {
             delivery.fail(t);
         } finally {
-            delivery.depth--;
+            delivery.callBackEnds();
             delivery.thread = previous;
         }
         return true;

@@ -385,13 +385,16 @@ public final class RuntimeWorker implements Worker {
     /**
      * Leaves the guard. After {@code Conduit.close()} asked for it ({@link #requestCloseFromConduit}),
      * the outermost call of a thread using the worker closes it first: here, on a thread the guard
-     * let in, with no handler running. A failure of that close is kept ({@link #closeFailure}) and
+     * let in, with no handler or {@code PayloadEncoder} running on any thread. Under
+     * {@code PASS_THROUGH} that is the last of the threads in call-backs when the close was asked
+     * for from one: until 2026-12-07 any thread's call closed it, under the handler that asked and
+     * its transport's progress. A failure of that close is kept ({@link #closeFailure}) and
      * reported by the next call and by the {@code Conduit}'s close.
      */
     void exit(boolean entered) {
         if (!entered) return;
         try {
-            if ((state & (CLOSE_REQUESTED | CLOSED)) == CLOSE_REQUESTED && dispatch.delivery().depth == 0) closeQuietly();
+            if ((state & (CLOSE_REQUESTED | CLOSED)) == CLOSE_REQUESTED && !dispatch.calledBackOnAnyThread()) closeQuietly();
         } finally {
             guard.exit();
         }

@@ -305,6 +305,89 @@ class EndpointThreadingTest {
     }
 
     /**
+     * Conduit.close(): "Called from a message or error handler ... the worker running that handler
+     * ... closes as the call that ran it returns". Under PASS_THROUGH another thread's call into
+     * the worker, made while the handler still runs, must not close it under the handler, whose
+     * transport's progress is on the stack and whose later calls on its worker are still allowed.
+     * Until 2026-12-07 the outermost call of any thread closed it: its own delivery context said
+     * no handler ran, and the handler's next call threw "worker is closed".
+     */
+    @Test
+    void aHandlerThatClosesTheConduitOfAPassThroughWorkerKeepsItsWorkerOpenUntilItsCallReturns() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        AtomicReference<Throwable> inHandler = new AtomicReference<>();
+        AtomicBoolean handled = new AtomicBoolean();
+        worker.onMessage(1, m -> {
+            conduit.close();
+            try {
+                onAnotherThread(() -> {
+                    worker.onMessage(2, null); // any call through the guard, made and returned meanwhile
+                    return null;
+                });
+                worker.onMessage(3, null); // still inside the call that runs this handler
+            } catch (Throwable t) {
+                inHandler.set(t);
+            }
+            handled.set(true);
+        });
+        worker.connect(worker.address()).send(1, longs(1));
+
+        while (!handled.get()) worker.progress();
+
+        assertThat(inHandler.get()).as("what the handler's call on its worker threw after another thread's call returned").isNull();
+    }
+
+    /**
+     * Under PASS_THROUGH two threads may run handlers at once: the close one of them asked for
+     * ({@code Conduit.close()}) waits for the other's handler too, and is made as the last of their
+     * calls returns. Until 2026-12-07 the asking handler's own call closed the worker as it
+     * returned, under the other handler, whose next call on its worker threw "worker is closed".
+     */
+    @Test
+    void aConduitClosedFromOneOfTwoPassThroughHandlersClosesItsWorkerAsTheLastOfTheirCallsReturns() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        CountDownLatch otherHandlerRuns = new CountDownLatch(1);
+        CountDownLatch closingCallReturned = new CountDownLatch(1);
+        AtomicReference<Throwable> inOtherHandler = new AtomicReference<>();
+        AtomicBoolean closed = new AtomicBoolean();
+        worker.onMessage(1, m -> {
+            conduit.close();
+            closed.set(true);
+        });
+        worker.onMessage(2, m -> {
+            otherHandlerRuns.countDown();
+            try {
+                await(closingCallReturned);
+                worker.onMessage(3, null); // a call on its worker after the closing handler's call returned
+            } catch (Throwable t) {
+                inOtherHandler.set(t);
+            }
+        });
+        Endpoint self = worker.connect(worker.address());
+        self.send(2, longs(2));
+        Future<?> other = threads.submit(() -> {
+            while (otherHandlerRuns.getCount() > 0) worker.progress();
+            return null;
+        });
+        await(otherHandlerRuns);
+        self.send(1, longs(1));
+
+        while (!closed.get()) worker.progress();
+        closingCallReturned.countDown();
+        other.get(WAIT_SECONDS, TimeUnit.SECONDS);
+
+        assertThat(inOtherHandler.get()).as("what the other handler's call on its worker threw").isNull();
+        assertThatThrownBy(() -> worker.onMessage(3, null)).as("closed as the last call returned")
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("its Conduit was closed");
+    }
+
+    /**
      * Under PASS_THROUGH a worker's close may run while another thread connects. A connect whose
      * transport finished after the close had closed the worker's endpoints used to register its
      * endpoint all the same: it returned an endpoint of a closed worker, whose transport endpoint
