@@ -327,8 +327,9 @@ public final class Message {
      *
      * <p>The worker keeps the endpoint while the sender's connection lasts, and closes it when the
      * transport reports that connection ended (the sender closed its endpoint, its worker closed or
-     * died): it is not the sender's endpoint, so a sender with two endpoints to this worker is
-     * answered through two. The endpoint has no error handler: the sender's failure shows on its
+     * died), once the worker's progress has handed to the transport the answers still waiting in its
+     * local queue (those reach a sender whose worker lives): it is not the sender's endpoint, so a
+     * sender with two endpoints to this worker is answered through two. The endpoint has no error handler: the sender's failure shows on its
      * next use, as {@link dev.conduit.spi.PeerFailedException}, and so does the end of its connection
      * once the worker closed the endpoint for it. It may be kept past this handler and
      * used from any call the worker's thread mode allows, like any endpoint; closing it is allowed,

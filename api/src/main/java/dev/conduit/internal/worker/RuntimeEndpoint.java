@@ -119,12 +119,13 @@ final class RuntimeEndpoint implements Endpoint {
      */
     private final WeakReference<RuntimeEndpoint> weakSelf = new WeakReference<>(this);
     /**
-     * Set, before {@link #closed}, when the runtime closed this reply endpoint because the sender's
-     * connection ended ({@link #closeAsEnded}): later calls throw it as a {@link PeerFailedException},
-     * the sender's failure that its use would have found, not "closed, connect again", which an
-     * application that was never given the sender's address cannot do.
+     * Set, before {@link #closed}, when the connection this reply endpoint answers ended
+     * ({@link #closeAsEnded}): later calls throw it as a {@link PeerFailedException}, the sender's
+     * failure that its use would have found, not "closed, connect again", which an application that
+     * was never given the sender's address cannot do. While answers still wait in the local queue
+     * the endpoint stays open for the worker's progress to hand them over ({@link #drain}).
      */
-    private PeerFailedException connectionEnded;
+    private volatile PeerFailedException connectionEnded;
 
     /**
      * Wraps a connected transport endpoint, reading its limits once.
@@ -494,15 +495,16 @@ final class RuntimeEndpoint implements Endpoint {
 
     /**
      * Hands queued messages to the transport in order, stopping at its first refusal. Called by the
-     * worker's progress, inside its guard.
+     * worker's progress, inside its guard, outside any transport's progress. A reply endpoint whose
+     * connection ended ({@link #closeAsEnded}) closes once the last is taken.
      *
      * @return how many the transport took
      */
     int drain() {
+        int sent = 0;
         lock();
         try {
             if (!backlogged) return 0;
-            int sent = 0;
             while (!pending.isEmpty()) {
                 boolean ok;
                 try {
@@ -519,10 +521,12 @@ final class RuntimeEndpoint implements Endpoint {
             }
             backlogged = false;
             worker.backlogChanged(-1);
-            return sent;
+            if (connectionEnded == null) return sent;
         } finally {
             unlock();
         }
+        close(true); // the connection it answered ended while answers waited here: the transport has them all now
+        return sent;
     }
 
     /**
@@ -676,7 +680,7 @@ final class RuntimeEndpoint implements Endpoint {
     /** Fails unless the endpoint can be used: open, worker open, not failed. */
     private void checkUsable() {
         worker.ensureOpen(); // first: a worker closed with its Conduit says so, which the endpoint's own message would not
-        if (closed) throw closedException();
+        if (closed || connectionEnded != null) throw closedException();
         if (failure != null) throw rethrowable();
     }
 
@@ -988,20 +992,30 @@ final class RuntimeEndpoint implements Endpoint {
      * Closes this reply endpoint because the connection it answers ended ({@code why}: the sender
      * closed it, or its worker closed or died); its later calls throw {@code why} as a
      * {@link PeerFailedException}. Unregistered from the worker, as {@link #close(boolean)} with true.
+     * Answers still waiting in its local queue (the sender's was full) are not discarded: a sender
+     * that closed its endpoint may have a live worker that takes them, so the worker's progress
+     * hands them to the transport ({@link #drain}) and closes the endpoint once they are all taken,
+     * or fails it when the transport finds the sender gone. Until 2026-12-07 they were discarded here.
      */
     void closeAsEnded(PeerFailedException why) {
         lock();
         try {
-            if (!closed) connectionEnded = why;
+            if (closed || connectionEnded != null) return;
+            connectionEnded = why;
+            if (failure == null && backlogged) return;
         } finally {
             unlock();
         }
         close(true);
     }
 
-    /** Whether this endpoint was closed (by the application, its worker, or as the reply endpoint of a connection that ended). */
+    /**
+     * Whether this endpoint takes no more answers: closed (by the application, its worker, or as the
+     * reply endpoint of a connection that ended), or its connection ended while answers still wait
+     * in its local queue.
+     */
     boolean isClosed() {
-        return closed;
+        return closed || connectionEnded != null;
     }
 
     /** Whether an encoder of a send on this endpoint runs on the calling thread now (for the worker's close). */
@@ -1036,7 +1050,10 @@ final class RuntimeEndpoint implements Endpoint {
         }
         if (dropped > 0) {
             LOG.log(System.Logger.Level.WARNING, "endpoint over '" + transport + "' to " + peer + " closed with " + dropped
-                    + " messages still waiting in its local queue; they were discarded. Progress the worker until pending() is 0 before closing.");
+                    + " messages still waiting in its local queue; they were discarded. " + (connectionEnded != null
+                    ? "The connection it answered had ended, and its worker's progress was handing them to the sender's worker: "
+                    + "progress the worker until pending() is 0 before closing it, or the endpoint"
+                    : "Progress the worker until pending() is 0 before closing."));
         }
         release(unregister, drainFailure);
     }

@@ -20,7 +20,8 @@ import java.lang.foreign.MemorySegment;
  * the address the sender announced ({@code Transport.senderAddress}): the worker's close closes
  * it with the others, and an application may close it too (the next answer then connects anew).
  * It has no error handler: the sender's failure shows on its next use ({@code PeerFailedException})
- * and, as the transport then forgets the connection, closes it.
+ * and, as the transport then forgets the connection, closes it (once the worker's progress has
+ * handed over the answers still in its local queue: {@code RuntimeEndpoint.closeAsEnded}).
  *
  * <p>The endpoints are looked up under this object's monitor (the threads of a {@code MULTI} worker
  * may deliver at once), but for an answer to the sender the same thread answered last, which the

@@ -141,6 +141,64 @@ class ReplyEndpointTest {
     }
 
     /**
+     * Endpoint: messages are delivered "exactly once, while both workers live". A client that sends
+     * its request and closes its endpoint at once, to get the answers on its own handler, ends the
+     * connection the reply endpoint answers, and the worker closes that endpoint; its worker lives
+     * and still receives, so an answer waiting in the reply endpoint's local queue (the client's
+     * queue was full) must still reach it, as the answer the transport had taken does; the reply
+     * endpoint closes once it is handed over. Until 2026-12-07 the close discarded it, with a
+     * WARNING telling the application to progress until pending() is 0 before a close it never made.
+     */
+    @Test
+    void anAnswerQueuedLocallyWhenTheSenderClosesItsEndpointStillReachesItsLiveWorker() {
+        Setup s = setup(true, 1);
+        List<Endpoint> used = new ArrayList<>();
+        s.server().onMessage(1, m -> {
+            Endpoint back = m.replyEndpoint();
+            used.add(back);
+            back.send(2, longs(1001));
+            back.send(2, longs(1002)); // the client's queue holds one: this one waits locally
+        });
+        List<Long> answers = recordAnswers(s.client());
+        Endpoint toServer = s.client().connect(s.server().address());
+        toServer.send(1, longs(1));
+        toServer.close();
+
+        progressUntil(() -> !used.isEmpty() && used.getFirst().toString().contains("closed"), s.server(), s.client());
+
+        assertThat(answers).containsExactly(1001L, 1002L);
+        assertThat(s.serverTransport().endpoints.getFirst().closed).as("its transport endpoint closed once drained").isTrue();
+    }
+
+    /**
+     * A reply endpoint whose connection ended with answers still in its local queue keeps them only
+     * while the sender's worker lives: when that worker dies before it took them, the endpoint fails,
+     * counting them as discarded, and is given back (its transport endpoint closed), as every failed
+     * endpoint is, not kept by the worker for good.
+     */
+    @Test
+    void anAnswerQueuedLocallyAfterItsConnectionEndedIsCountedAndItsEndpointGivenBackWhenTheSendersWorkerDies() {
+        Setup s = setup(true, 1);
+        List<Endpoint> used = new ArrayList<>();
+        s.server().onMessage(1, m -> {
+            Endpoint back = m.replyEndpoint();
+            used.add(back);
+            back.send(2, longs(1001));
+            back.send(2, longs(1002)); // the client's queue holds one: this one waits locally
+        });
+        Endpoint toServer = s.client().connect(s.server().address());
+        toServer.send(1, longs(1));
+        toServer.close();
+        progressUntil(() -> !used.isEmpty(), s.server());
+        s.plugin().transports.get(0).kill(); // the client's, before it took the first answer
+
+        progressUntil(() -> s.serverTransport().endpoints.getFirst().closed, s.server());
+
+        assertThat(used.getFirst().isFailed()).as("the reply endpoint failed").isTrue();
+        assertThat(used.getFirst().failure()).hasMessageContaining("1 message (8 bytes) waiting in the local queue was discarded");
+    }
+
+    /**
      * A reply endpoint whose sender died is logged, as every endpoint without an error handler, but not as one whose
      * application forgot to give one to connect: it gave no connect (helper h3's kill -9 of a client, 2026-12-04).
      */
