@@ -113,6 +113,8 @@ final class RuntimeEndpoint implements Endpoint {
     private volatile boolean closed;
     @SuppressWarnings("unused") // through NOTIFIED
     private volatile boolean notified;
+    /** Whether its peer regions and transport endpoint were given back ({@link #release}): by its close, or by the report of its failure. */
+    private boolean released;
     /**
      * What a thread's delivery context keeps of this endpoint as a reply endpoint ({@link #weakly}):
      * made with the endpoint, final so that any thread that reads it sees it whole.
@@ -1063,6 +1065,16 @@ final class RuntimeEndpoint implements Endpoint {
      * then throws {@code earlier} (what the close met before), if any, with its own failures suppressed.
      */
     private void release(boolean unregister, Throwable earlier) {
+        lock();
+        try {
+            if (released) { // the report of its failure gave it back: its close has nothing left to give
+                CloseFailures.rethrow(earlier);
+                return;
+            }
+            released = true;
+        } finally {
+            unlock();
+        }
         Throwable failure = earlier;
         List<RuntimePeerRegion> open;
         synchronized (regions) {

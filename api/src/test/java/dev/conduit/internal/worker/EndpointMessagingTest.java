@@ -1197,7 +1197,9 @@ class EndpointMessagingTest {
      * endpoint is closed and the worker holds it no more. Until 2026-12-04 the worker kept every
      * such endpoint until its own close, some 3 KiB of heap each (helper h12: 1,000 peers that
      * closed, each endpoint to them dropped failed, left 3.2 MB). The endpoint stays failed, not
-     * closed: its calls throw the failure, and closing it later closes nothing twice.
+     * closed: its calls throw the failure, and closing it later closes nothing twice (until
+     * 2026-12-07 that close closed its transport endpoint a second time, which the loopback's own
+     * check of closed hid).
      */
     @Test
     void aFailedEndpointDroppedUnclosedIsGivenBackByTheProgressThatReportsItsFailure() {
@@ -1214,6 +1216,7 @@ class EndpointMessagingTest {
         assertThatThrownBy(() -> ep.send(1, longs(2))).isInstanceOf(PeerFailedException.class).hasCause(ep.failure());
         ep.close();
         assertThat(p.plugin().closes).as("closed once").containsOnlyOnce("endpoint#1");
+        assertThat(p.plugin().transports.get(0).endpoints.get(1).closeCalls).as("close() calls on its transport endpoint").hasValue(1);
     }
 
     /**

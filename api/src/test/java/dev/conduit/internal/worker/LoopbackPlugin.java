@@ -517,6 +517,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         final java.util.concurrent.atomic.AtomicBoolean reportClaimed = new java.util.concurrent.atomic.AtomicBoolean();
         volatile boolean closed;
         volatile boolean closedDuringProgress;
+        /** Calls of close(), a second one included, which the runtime must not make. */
+        final AtomicInteger closeCalls = new AtomicInteger();
         final AtomicLong trySends = new AtomicLong();
         final AtomicLong rmaCalls = new AtomicLong();
         /** Calls of the keepalive probe, and the thread of the last one. */
@@ -668,6 +670,7 @@ final class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public void close() {
+            closeCalls.incrementAndGet();
             owner.enter();
             try {
                 if (closed) return;
