@@ -1036,11 +1036,11 @@ final class RuntimeEndpoint implements Endpoint {
      */
     void close(boolean unregister) {
         long dropped;
-        Error drainFailure = null;
+        Throwable drainRefused = null;
         lock();
         try {
             if (closed) return;
-            if (failure == null && backlogged) drainFailure = drainQuietly();
+            if (failure == null && backlogged) drainRefused = drainQuietly();
             closed = true;
             dropped = pending.clear();
             if (backlogged) {
@@ -1052,12 +1052,15 @@ final class RuntimeEndpoint implements Endpoint {
         }
         if (dropped > 0) {
             LOG.log(System.Logger.Level.WARNING, "endpoint over '" + transport + "' to " + peer + " closed with " + dropped
-                    + " messages still waiting in its local queue; they were discarded. " + (connectionEnded != null
+                    + " messages still waiting in its local queue; they were discarded. " + (drainRefused instanceof PeerFailedException f
+                    ? "The transport refused them, the peer having failed (" + f.getMessage() + "): no progress() would have delivered them"
+                    : drainRefused instanceof RuntimeException r ? "The transport refused them as the close handed them over (" + r + ")"
+                    : connectionEnded != null
                     ? "The connection it answered had ended, and its worker's progress was handing them to the sender's worker: "
                     + "progress the worker until pending() is 0 before closing it, or the endpoint"
                     : "Progress the worker until pending() is 0 before closing."));
         }
-        release(unregister, drainFailure);
+        release(unregister, drainRefused instanceof Error e ? e : null);
     }
 
     /**
@@ -1100,20 +1103,18 @@ final class RuntimeEndpoint implements Endpoint {
     }
 
     /**
-     * Hands what the queue holds to the transport until it refuses one; a refusal by exception is
-     * logged, the rest of the queue being discarded anyway.
+     * Hands what the queue holds to the transport until it refuses one.
      *
-     * @return the {@code Error} the transport threw, for the close to throw once it closed the rest
-     *         (thrown from here, it left the endpoint open for good); null when there was none
+     * @return what the transport threw, else null: a {@code RuntimeException} (a {@link PeerFailedException}: the peer
+     *         failed) for the close's WARNING to name, the rest of the queue being discarded anyway; an {@code Error} for
+     *         the close to throw once it closed the rest (thrown from here, it left the endpoint open for good)
      */
-    private Error drainQuietly() {
+    private Throwable drainQuietly() {
         try {
             while (!pending.isEmpty() && pending.offerHead(te)) {
                 pending.remove();
             }
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.DEBUG, () -> "while closing, the transport refused queued messages: " + e);
-        } catch (Error e) {
+        } catch (RuntimeException | Error e) {
             return e;
         }
         return null;

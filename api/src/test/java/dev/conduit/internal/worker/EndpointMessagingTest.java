@@ -1859,4 +1859,23 @@ class EndpointMessagingTest {
         for (int i = 0; i < 3; i++) p.receiver().progress();
         assertThat(seen).containsExactly(0L, 1L, 2L, 3L);
     }
+
+    /**
+     * A close whose hand-over of the local queue the transport refuses because the peer failed says
+     * so in its WARNING: until 2026-12-07 it told the application to progress the worker until
+     * pending() is 0 before closing, which never happens for a dead peer, and logged the refusal
+     * at DEBUG only.
+     */
+    @Test
+    void aCloseWhoseQueuedMessagesThePeersFailureRefusedNamesThatFailureInItsWarning() {
+        Pair p = pair(1);
+        for (long i = 0; i < 3; i++) p.endpoint().send(1, longs(i)); // 0 taken, 1 and 2 queued locally
+        p.transportEndpoint().sendFault = new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer is dead");
+
+        List<java.util.logging.LogRecord> warnings = LoggedWarnings.loggedWhile("dev.conduit.worker", () -> p.endpoint().close());
+
+        assertThat(warnings).singleElement().extracting(java.util.logging.LogRecord::getMessage).asString()
+                .contains("2 messages still waiting", "the peer having failed (loopback peer is dead)")
+                .doesNotContain("until pending() is 0");
+    }
 }
