@@ -935,6 +935,33 @@ class ReceiveQueueTest {
     }
 
     /**
+     * A sender bounds every record by the capacity the queue's header says: one that is not the
+     * mapping's ring, or no power of two (its mask would not wrap positions), or a mapping too short
+     * for a queue, or another layout's, is refused when it attaches.
+     */
+    @Test
+    void attachingRefusesAHeaderWhoseCapacityOrVersionOrMappingIsNotAQueuesOfThisLayout() {
+        assertThatThrownBy(() -> ReceiveQueue.attach(headerOnly(ReceiveQueue.mappedLength(6144), 6144, ReceiveQueue.VERSION), TOKEN))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("says capacity 6144");
+        assertThatThrownBy(() -> ReceiveQueue.attach(headerOnly(ReceiveQueue.mappedLength(4096), 8192, ReceiveQueue.VERSION), TOKEN))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("says capacity 8192");
+        assertThatThrownBy(() -> ReceiveQueue.attach(headerOnly(ReceiveQueue.mappedLength(2048), 2048, ReceiveQueue.VERSION), TOKEN))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("too short for a queue");
+        assertThatThrownBy(() -> ReceiveQueue.attach(headerOnly(ReceiveQueue.mappedLength(4096), 4096, ReceiveQueue.VERSION + 1), TOKEN))
+                .isInstanceOf(ReceiveQueue.OtherLayoutVersion.class);
+    }
+
+    /** A mapping of {@code length} bytes whose header says a queue of {@code capacity} and {@code version}, with the token {@link #TOKEN}. */
+    private static MemorySegment headerOnly(long length, long capacity, int version) {
+        MemorySegment mapping = Arena.ofAuto().allocate(length, 4096);
+        mapping.set(ValueLayout.JAVA_INT, ReceiveQueue.MAGIC_OFFSET, ReceiveQueue.MAGIC);
+        mapping.set(ValueLayout.JAVA_INT, ReceiveQueue.VERSION_OFFSET, version);
+        mapping.set(ValueLayout.JAVA_LONG, ReceiveQueue.CAPACITY_OFFSET, capacity);
+        MemorySegment.copy(TOKEN, 0, mapping, ValueLayout.JAVA_BYTE, ReceiveQueue.TOKEN_OFFSET, TOKEN.length);
+        return mapping;
+    }
+
+    /**
      * Meanwhile the receiver checks its header and looks for unnamed space that is nobody's, as a
      * liveness check would: with claims made and named between its reads, neither must find any
      * (a header check that read the tail before named-up-to reported damage).
