@@ -187,7 +187,7 @@ class PayloadReaderTest {
     class Names {
 
         @ParameterizedTest
-        @ValueSource(strings = {"memfd", "posix", "a", "dev-dax2", "abcdefghijklmnopqrstuvwxyz012345"})
+        @ValueSource(strings = {"memfd", "posix", "a", "dev-dax2", "abcdefghijklmnopqrstuvwxyz012345", "z9"})
         void acceptsLowerCaseNames(String name) {
             assertThat(stringReader(name).name("plugin", 32)).isEqualTo(name);
             assertThat(PayloadReader.isName(name)).isTrue();
@@ -220,6 +220,12 @@ class PayloadReaderTest {
             assertThat(PayloadReader.printable("~\u007f")).isEqualTo("~\\u007f");
         }
 
+        /** The space is the first printable character: a message that escaped it would be hard to read. */
+        @Test
+        void printableKeepsTheSpaceAndEscapesTheControlCharacterBeforeIt() {
+            assertThat(PayloadReader.printable("\u001f ")).isEqualTo("\\u001f ");
+        }
+
         /** Text is cut after 64 characters: text of exactly 64 is shown whole, with no "..." that would say some is missing. */
         @Test
         void printableShortensOnlyTextLongerThan64Characters() {
@@ -232,7 +238,7 @@ class PayloadReaderTest {
     class RelativePaths {
 
         @ParameterizedTest
-        @ValueSource(strings = {"chunk-0001", "conduit/chunks/a.b_c-D9", "a/b/c", "...", "..a", "a..", ".hidden"})
+        @ValueSource(strings = {"chunk-0001", "conduit/chunks/a.b_c-D9", "a/b/c", "...", "..a", "a..", ".hidden", "AZaz09._-"})
         void acceptsSafeRelativePaths(String path) {
             assertThat(stringReader(path).relativePath("path")).isEqualTo(path);
         }
