@@ -205,6 +205,31 @@ class WorkerAddressTest {
     }
 
     /**
+     * The bounds are inclusive on both sides of the wire: the shortest address (one transport of a
+     * one-letter name and an empty address) and the longest (4096 bytes, with transport addresses of
+     * the most a transport may have, 1024 bytes) that a worker publishes are ones its peers decode.
+     */
+    @Test
+    void anAddressAtEachBoundOfItsLengthAndOfATransportsAddressDecodes() {
+        byte[] shortest = AddressFormat.encode(1, 1, List.of(new AddressFormat.Entry("a", new byte[0])));
+        assertThat(shortest).hasSize(AddressFormat.MIN_LENGTH);
+        assertThat(AddressFormat.decode(shortest).entry("a").address()).isEmpty();
+
+        byte[] longest = AddressFormat.encode(1, 1, addressesOf(975));
+        assertThat(longest).hasSize(AddressFormat.MAX_LENGTH);
+        assertThat(AddressFormat.decode(longest).entry("a").address()).hasSize(AddressFormat.MAX_TRANSPORT_ADDRESS);
+        assertThatThrownBy(() -> AddressFormat.encode(1, 1, addressesOf(976))).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("would have 4097 bytes");
+    }
+
+    /** Three transports of the longest address a transport may have, then one of {@code lastLength} bytes. */
+    private static List<AddressFormat.Entry> addressesOf(int lastLength) {
+        byte[] longest = new byte[AddressFormat.MAX_TRANSPORT_ADDRESS];
+        return List.of(new AddressFormat.Entry("a", longest), new AddressFormat.Entry("b", longest), new AddressFormat.Entry("c", longest),
+                new AddressFormat.Entry("d", new byte[lastLength]));
+    }
+
+    /**
      * Worker.address(): transports whose addresses do not fit the format (at most 16 transports,
      * 1 KiB each, 4 KiB in all) are a ConduitException that says which rule and what to do; 16
      * transports of empty addresses fit.
