@@ -38,6 +38,10 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *   <li>a work request's local buffer must be registered, in bounds, in the queue pair's
  *       protection domain, and locally writable where the adapter writes it (READ, atomics), else
  *       {@code IBV_WC_LOC_PROT_ERR};</li>
+ *   <li>a queue pair takes as many receives posted, and as many send work requests whose completion
+ *       was not polled yet, as it was created with ({@code max_recv_wr}, {@code max_send_wr}): one
+ *       more is refused by {@code ibv_post_recv} or {@code ibv_post_send} with {@code ENOMEM} and
+ *       nothing posted, as providers refuse a full work queue;</li>
  *   <li>a work request to a destroyed queue pair fails with {@code IBV_WC_RETRY_EXC_ERR}; a
  *       failed queue pair goes to the error state and flushes its receives
  *       ({@code IBV_WC_WR_FLUSH_ERR});</li>
@@ -538,7 +542,7 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public QueuePair createQueuePair(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendRequests, int maxReceiveRequests) {
             synchronized (LoopbackVerbs.this) {
-                Qp qp = new Qp(this, (Cq) sendQueue, (Cq) receiveQueue, nextQpn++);
+                Qp qp = new Qp(this, (Cq) sendQueue, (Cq) receiveQueue, nextQpn++, maxSendRequests, maxReceiveRequests);
                 queuePairs.put(qp.number, qp);
                 open.add(qp.toString());
                 return qp;
@@ -676,6 +680,10 @@ final class LoopbackVerbs implements Verbs {
                 int n = 0;
                 while (n < into.capacity() && !entries.isEmpty()) {
                     Wc wc = entries.poll();
+                    Qp requester = wc.opcode == IBV_WC_RECV ? null : queuePairs.get(wc.queuePair);
+                    if (requester != null && requester.sendQueue == this) {
+                        requester.sendsOutstanding--; // its send queue entry is free again once the completion is polled
+                    }
                     into.requestId[n] = wc.requestId;
                     into.status[n] = wc.status;
                     into.opcode[n] = wc.opcode;
@@ -712,6 +720,11 @@ final class LoopbackVerbs implements Verbs {
         final Cq receiveQueue;
         final int number;
         final ArrayDeque<long[]> receives = new ArrayDeque<>();
+        /** {@code max_send_wr} and {@code max_recv_wr}, as created. */
+        final int maxSend;
+        final int maxReceive;
+        /** Send work requests posted whose completion was not polled yet. */
+        int sendsOutstanding;
         int state = IBV_QPS_RESET;
         int access;
         int destination;
@@ -722,8 +735,10 @@ final class LoopbackVerbs implements Verbs {
         final ArrayDeque<Runnable> held = new ArrayDeque<>();
         int readsInFlight;
 
-        Qp(Pd pd, Cq sendQueue, Cq receiveQueue, int number) {
+        Qp(Pd pd, Cq sendQueue, Cq receiveQueue, int number, int maxSend, int maxReceive) {
             this.pd = pd;
+            this.maxSend = maxSend;
+            this.maxReceive = maxReceive;
             this.sendQueue = sendQueue;
             this.receiveQueue = receiveQueue;
             this.number = number;
@@ -797,6 +812,10 @@ final class LoopbackVerbs implements Verbs {
                     receiveQueue.add(new Wc(requestId, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV, 0, number));
                     return;
                 }
+                if (receives.size() >= maxReceive) {
+                    throw new ErrnoException("ibv_post_recv", Errno.ENOMEM, "loop0", "qp " + number + ": " + maxReceive
+                            + " receives posted already (max_recv_wr)");
+                }
                 receives.add(new long[] {requestId, ((Mr) region).key, offset, length});
             }
         }
@@ -814,7 +833,12 @@ final class LoopbackVerbs implements Verbs {
                     throw new ErrnoException("ibv_post_send", Errno.EINVAL, "loop0", "qp " + number + " not in RTS");
                 }
                 if (opcode == VerbsAbi.IBV_WR_RDMA_WRITE) maybeFail("ibv_post_send", "loop0 qp " + number + " RDMA write");
+                if (sendsOutstanding >= maxSend) {
+                    throw new ErrnoException("ibv_post_send", Errno.ENOMEM, "loop0", "qp " + number + ": " + maxSend
+                            + " send work requests outstanding already (max_send_wr)");
+                }
                 if (holdReads && (readOrAtomic(opcode) || !held.isEmpty())) {
+                    sendsOutstanding++;
                     held.add(() -> act(requestId, opcode, region, offset, length, remoteAddress, remoteKey, compareAdd, swap));
                     if (readOrAtomic(opcode)) {
                         mostReadsInFlight = Math.max(mostReadsInFlight, ++readsInFlight);
@@ -822,6 +846,7 @@ final class LoopbackVerbs implements Verbs {
                     return;
                 }
                 act(requestId, opcode, region, offset, length, remoteAddress, remoteKey, compareAdd, swap);
+                sendsOutstanding++;
             }
         }
 
