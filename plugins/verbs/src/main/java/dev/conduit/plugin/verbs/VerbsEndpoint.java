@@ -235,13 +235,19 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         }
     }
 
-    /** Fails the endpoint whose peer closed the wire-up connection, or whose handshake takes longer than the timeout. */
+    /**
+     * Fails the endpoint whose peer closed the wire-up connection, or whose handshake takes longer
+     * than the timeout. A connecting endpoint reads the reply first: it may have come while the
+     * worker slept in the transport's await, which reads no wire-up socket, and a reply that came
+     * in time is no hung peer.
+     */
     int checkPeer(long now) {
         if (state == State.CONNECTING) {
-            if (now - started > transport.wireupTimeoutMillis * 1_000_000) {
+            int advanced = advanceWireup();
+            if (state == State.CONNECTING && now - started > transport.wireupTimeoutMillis * 1_000_000) {
                 return fail(Reason.HUNG, "no wire-up reply within " + VerbsConfig.WIREUP_TIMEOUT.nameAndVariable() + ": the peer does not progress");
             }
-            return 0;
+            return advanced;
         }
         if (state != State.CONNECTED) {
             return 0;
@@ -652,9 +658,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
 
     private void awaitConnected() {
         while (state == State.CONNECTING) {
-            advanceWireup();
-            if (state == State.CONNECTING) {
-                checkPeer(System.nanoTime());
+            if (checkPeer(System.nanoTime()) == 0) {
                 Thread.onSpinWait();
             }
         }

@@ -22,6 +22,8 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -1005,6 +1007,36 @@ class LoopbackTransportTest {
         connected(a.connect(b), a); // b's wire-up thread built the inbound connection and handed it over before replying
         assertThat(b.transport.await(1_000_000)).as("await with a connection handed over").isTrue();
         assertThat(b.transport.await(1_000_000)).as("await once it is taken, with nothing else to do").isFalse();
+    }
+
+    /**
+     * The runtime's {@code Worker.await} calls the await of its WAKEUP transport again and again,
+     * never that transport's progress (below). await does not wake for a connector's wire-up reply
+     * (the wire-up socket is not among the descriptors it polls), but its liveness look reads the
+     * reply before it checks the handshake's deadline. Until 2026-12-07 that look only checked the
+     * deadline: an endpoint connected and then waited on with {@code Worker.await} (an event loop
+     * that sleeps until something comes, no message queued for the endpoint) was failed as HUNG, "no
+     * wire-up reply within verbs.wireup.timeout: the peer does not progress", though the acceptor
+     * replied at once and its reply lay unread in the socket.
+     */
+    @Test
+    void aWireupReplyThatCameWhileTheWorkerSleepsInAwaitConnectsTheEndpointRatherThanFailingItAsHung() throws Exception {
+        TestWorker a = peer("verbs.wireup.timeout", "1s");
+        TestWorker b = peer();
+        VerbsEndpoint e = (VerbsEndpoint) a.connect(b);
+        try (Selector selector = Selector.open()) { // b's wire-up thread replies without b progressing
+            e.wireupSocket().register(selector, SelectionKey.OP_READ);
+            assertThat(selector.select(60_000)).as("hang guard: the acceptor's wire-up reply never came").isPositive();
+        }
+        long hangGuard = System.nanoTime() + 60_000_000_000L;
+        while (e.isConnecting()) { // as Worker.await sleeps: the transport's await again and again, never its progress
+            a.transport.await(100_000_000L);
+            if (System.nanoTime() > hangGuard) {
+                throw new AssertionError("hang guard: the endpoint neither connected nor failed");
+            }
+        }
+        assertThat(a.failures).as("failures reported while the worker awaited").isEmpty();
+        assertThat(e.hasFailed()).isFalse();
     }
 
     /**
