@@ -295,6 +295,11 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         return fail(Reason.UNKNOWN, why);
     }
 
+    /** Whether a work request of its send buffers is posted and its completion not polled yet. */
+    boolean hasSendsOutstanding() {
+        return freeCount < slots;
+    }
+
     /** Its queue pair, which the device's asynchronous events name. */
     Verbs.QueuePair queuePair() {
         return qp;

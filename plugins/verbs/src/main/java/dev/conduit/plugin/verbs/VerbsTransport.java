@@ -837,11 +837,12 @@ final class VerbsTransport implements Transport {
             return true;
         }
         receiveQueue.requestNotification();
-        // An inbound connection announces the buffers it posted again only once its last credit write completed, on the
-        // send queue; its connector may need exactly those credits for its next message and send nothing until then. So
-        // while credits wait for such a write, its completion must wake this await: the send queue is armed too.
-        boolean creditsWait = creditsWaitForAWrite();
-        if (creditsWait) {
+        // The send queue is armed too while a completion on it is work: an inbound connection announces the buffers it
+        // posted again only once its last credit write completed (its connector may need exactly those credits for its
+        // next message, and sends nothing until then); and an endpoint's work request that fails (IBV_WC_RETRY_EXC_ERR:
+        // the peer's queue pair in error, or RDMA blocked where the wire-up's TCP passes) is told by its completion alone.
+        boolean sendQueueAwaited = creditsWaitForAWrite() || sendsOutstanding();
+        if (sendQueueAwaited) {
             sendQueue.requestNotification();
         }
         // A completion that arrived before the queue was armed raises no event: look once more after arming.
@@ -849,8 +850,8 @@ final class VerbsTransport implements Transport {
         if (stashed > 0) {
             return true;
         }
-        if (creditsWait && pollSendQueue() > 0) {
-            return true; // the next progress announces the credits
+        if (sendQueueAwaited && pollSendQueue() > 0) {
+            return true; // the next progress announces the credits, or reports the endpoint it failed
         }
         // Credits arrive as RDMA writes, which raise no completion here: sleep at most one liveness interval.
         long sleep = Math.min(timeoutNanos, livenessNanos);
@@ -882,6 +883,16 @@ final class VerbsTransport implements Transport {
     private boolean creditsWaitForAWrite() {
         for (int i = 0; i < inbounds.size(); i++) {
             if (inbounds.get(i).awaitsCreditWrite()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Whether an endpoint has work requests posted whose completion was not polled yet. */
+    private boolean sendsOutstanding() {
+        for (int i = 0; i < endpoints.size(); i++) {
+            if (endpoints.get(i).hasSendsOutstanding()) {
                 return true;
             }
         }

@@ -1040,6 +1040,34 @@ class LoopbackTransportTest {
     }
 
     /**
+     * A SEND that fails ({@code IBV_WC_RETRY_EXC_ERR}: the peer's queue pair went to the error state,
+     * or RDMA does not get through where TCP does, as on a RoCE network that drops or filters it)
+     * completes on the send completion queue, which await arms and polls while an endpoint has sends
+     * outstanding. The wire-up connection is healthy, so no liveness look fails the endpoint. Until
+     * 2026-12-07 await armed that queue only while credits waited for a credit write: a worker that
+     * sleeps in {@code Worker.await} (the transport's await again and again, never its progress) was
+     * never told, however long it waited for the answer that could not come.
+     */
+    @Test
+    void aSendThatFailsWhileTheWorkerSleepsInAwaitFailsTheEndpoint() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 1, a, b);
+        // b is not progressed from here: its wire-up connection stays open while its queue pair is in the error state.
+        verbs.raise(VerbsAbi.IBV_EVENT_QP_FATAL, b.transport.inbounds().getFirst().queuePair());
+        assertThat(e.trySend(1, MemorySegment.NULL, bytes("lost"))).as("posted; its completion is IBV_WC_RETRY_EXC_ERR").isTrue();
+        boolean woken = false;
+        for (int i = 0; i < 10 && !woken; i++) { // as Worker.await sleeps until woken; each await ends at a liveness look at the latest
+            woken = a.transport.await(100_000_000L);
+        }
+        assertThat(woken).as("await woken by the failed SEND's completion").isTrue();
+        a.transport.progress(); // what the application does once its Worker.await returned
+        assertThat(a.failures).as("the endpoint's failure").hasSize(1);
+        assertThat(a.failures.getFirst()).hasMessageContaining("IBV_WC_RETRY_EXC_ERR");
+    }
+
+    /**
      * An acceptor announces buffers it posted again only once its last credit write completed, and
      * that completion lands on the send completion queue. await used to arm only the receive queue:
      * a receiver that had buffers to announce behind a write in flight slept through the write's
