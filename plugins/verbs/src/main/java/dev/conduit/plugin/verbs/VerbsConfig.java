@@ -54,7 +54,8 @@ final class VerbsConfig {
     static final ConfigKey<String> WIREUP_ADDRESS = ConfigKey.string("verbs.wireup.address", "",
             "The IP address of the TCP listener peers connect to to exchange queue-pair numbers (and that stays open as "
                     + "the liveness channel); empty: on RoCE the IPv4 address in the port's GID, else the first up, "
-                    + "non-loopback interface's address (loopback when there is none).");
+                    + "non-loopback interface's address (loopback when there is none). It is also what peers connect "
+                    + "to: the wildcard (0.0.0.0, ::), multicast groups and scoped IPv6 addresses are refused.");
 
     static final ConfigKey<Duration> WIREUP_TIMEOUT = ConfigKey.duration("verbs.wireup.timeout", Duration.ofSeconds(5),
             "How long connect waits for the TCP connection to the peer's wire-up listener.");

@@ -95,7 +95,7 @@ final class WireFormat {
      * size, responder depth, remote atomics.
      */
     private static final int ADDRESS_FIXED = 1 + TOKEN_LENGTH + 1 + 1 + 2 + 16 + 1 + 4 + 4 + 1 + 1;
-    /** The shortest address: a host of one character ("0" is 0.0.0.0 to {@link InetAddress#ofLiteral}). */
+    /** The shortest address: a host of one character ("1" is 0.0.0.1 to {@link InetAddress#ofLiteral}; "0", the wildcard, is refused). */
     static final int MIN_ADDRESS_LENGTH = ADDRESS_FIXED + 2 + 1 + 2;
     /** The longest address: a host of {@link #MAX_HOST} bytes. */
     static final int MAX_ADDRESS_LENGTH = ADDRESS_FIXED + 2 + MAX_HOST + 2;
@@ -157,6 +157,10 @@ final class WireFormat {
             String host = r.string("wireup.host", MAX_HOST);
             if (!isIpLiteral(host)) {
                 throw r.invalid("wireup.host", "'" + PayloadReader.printable(host) + "' is not an IPv4 or IPv6 address (names are never resolved)");
+            }
+            String unreachable = whyNoPeerConnectsTo(host);
+            if (unreachable != null) {
+                throw r.invalid("wireup.host", "'" + host + "' is " + unreachable + ": the peer announced an address of no host to connect to");
             }
             int tcpPort = r.u16("wireup.port");
             if (tcpPort == 0) {
@@ -304,6 +308,22 @@ final class WireFormat {
         } catch (IllegalArgumentException e) {
             return false;
         }
+    }
+
+    /**
+     * Why no peer can connect to {@code host}, an IP literal, as the wire-up listener of the host
+     * that announces it, or {@code null} when one can: the wildcard, which listens on every
+     * interface but, connected to, is the connector's own host; or a multicast group, no host at all.
+     */
+    static String whyNoPeerConnectsTo(String host) {
+        InetAddress address = InetAddress.ofLiteral(host);
+        if (address.isAnyLocalAddress()) {
+            return "the wildcard address, which a peer connects to as its own host";
+        }
+        if (address.isMulticastAddress()) {
+            return "a multicast group, not a host";
+        }
+        return null;
     }
 
     /** The IPv4 address of an IPv4-mapped GID ({@code ::ffff:a.b.c.d}, RoCE v2 over IPv4), or {@code null}. */

@@ -1150,6 +1150,41 @@ class LoopbackTransportTest {
     }
 
     /**
+     * {@code verbs.wireup.address} is both where the listener binds and what the address announces for
+     * peers to connect to. The wildcard ({@code 0.0.0.0}, also written {@code 0}), which a user sets
+     * to listen on every interface, binds, and goes into the address as it is: a peer on another host
+     * then connects to 0.0.0.0, which Linux takes as its own host, and fails with "cannot reach the
+     * peer's wire-up listener 0.0.0.0:port (Connection refused): the peer is gone, or a firewall or
+     * routing separates this host from it", naming neither the key nor the wildcard; and a message of
+     * such a worker is answered ({@code Message.replyEndpoint()}) at the answerer's own host. Over
+     * loopback, as here, every connect still works, so nothing shows it before a second host does.
+     * Until 2026-12-07 it was so; now the worker's open refuses it, and a multicast group, which is
+     * no host either, naming the key and the remedy.
+     */
+    @Test
+    void aWildcardWireupAddressIsRefusedAtOpenNamingTheKey() {
+        for (String wildcard : new String[] {"0.0.0.0", "0", "::"}) {
+            assertThatThrownBy(() -> peer("verbs.wireup.address", wildcard)).as(wildcard).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("verbs.wireup.address (CONDUIT_VERBS_WIREUP_ADDRESS) is '" + wildcard + "', the wildcard address")
+                    .hasMessageContaining("set an address of this host that peers reach");
+        }
+        assertThatThrownBy(() -> peer("verbs.wireup.address", "224.0.0.1")).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("verbs.wireup.address (CONDUIT_VERBS_WIREUP_ADDRESS) is '224.0.0.1', a multicast group");
+    }
+
+    /**
+     * A scoped IPv6 literal ({@code fe80::1%1}) binds on this host, but its scope is an interface
+     * index or name of this host: announced as it is, it means nothing (or another interface) on
+     * the peer's. Until 2026-12-07 it was taken, and failed only where bind did, naming no key.
+     */
+    @Test
+    void aScopedIpv6WireupAddressIsRefusedAtOpenNamingTheKey() {
+        assertThatThrownBy(() -> peer("verbs.wireup.address", "fe80::1%1")).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("verbs.wireup.address (CONDUIT_VERBS_WIREUP_ADDRESS) is 'fe80::1%1', a scoped IPv6 address")
+                .hasMessageContaining("set an address of this host that peers reach, without a scope");
+    }
+
+    /**
      * A queue pair takes as many RDMA READs and atomics of its peer in flight as its device's
      * {@code max_qp_rd_atom} (advertised in its address), and keeps in flight at most its device's
      * {@code max_qp_init_rd_atom} and the peer's advertised depth, capped at 255 (a u8). Every queue

@@ -49,6 +49,22 @@ class WireFormatTest {
                 .isEqualTo("fe80::1");
     }
 
+    /**
+     * A {@code wireup.host} is what the connector connects to: the wildcard (0.0.0.0, ::) is no host
+     * to connect to, and a connect to it reaches the connector's own host (Linux), so a peer that
+     * announces it (its {@code verbs.wireup.address} set to listen on every interface) is taken at its
+     * word, and the connect fails with "cannot reach the peer's wire-up listener 0.0.0.0:…" blaming a
+     * firewall, or reaches another process's listener on this host. Refused naming the field, as a
+     * name is, and so is a multicast group (until 2026-12-07 both decoded).
+     */
+    @Test
+    void aWildcardWireupHostIsRefusedNamingTheField() {
+        for (String unreachable : new String[] {"0.0.0.0", "0", "::", "224.0.0.1", "ff02::1"}) {
+            assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, unreachable, 1).encode())))
+                    .as(unreachable).isEqualTo("address.verbs.wireup.host");
+        }
+    }
+
     @Test
     void everyBadAddressFieldIsNamed() {
         byte[] good = address().encode();
@@ -227,7 +243,7 @@ class WireFormatTest {
      */
     @Test
     void theConnectorsAddressInARequestIsValidatedAsAnAddressAndEveryBadPartIsNamed() {
-        byte[] shortest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "0", 1).encode();
+        byte[] shortest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "1", 1).encode();
         byte[] longest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "fe80::1%" + "e".repeat(WireFormat.MAX_HOST - 8), 1)
                 .encode();
         assertThat(shortest.length).isEqualTo(WireFormat.MIN_ADDRESS_LENGTH);
