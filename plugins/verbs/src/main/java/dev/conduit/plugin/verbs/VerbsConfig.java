@@ -58,7 +58,10 @@ final class VerbsConfig {
                     + "to: the wildcard (0.0.0.0, ::), multicast groups and scoped IPv6 addresses are refused.");
 
     static final ConfigKey<Duration> WIREUP_TIMEOUT = ConfigKey.duration("verbs.wireup.timeout", Duration.ofSeconds(5),
-            "How long connect waits for the TCP connection to the peer's wire-up listener.");
+            "How long each step of the wire-up may take: the TCP connection to the peer's wire-up listener, the "
+                    + "peer's reply (an endpoint not answered in time fails), the acceptor's wait for a connector's "
+                    + "request and the write of its reply; also how long an endpoint's close waits for its sends to "
+                    + "complete.");
 
     /** Buffers must be a multiple of this: each starts a record whose 8-byte fields must be aligned (and keeps to its own cache lines). */
     static final int BUFFER_ALIGNMENT = 64;
