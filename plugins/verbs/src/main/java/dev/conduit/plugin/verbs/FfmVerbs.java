@@ -404,14 +404,20 @@ final class FfmVerbs implements Verbs {
             MemorySegment channelPointer = channel == null ? MemorySegment.NULL : ((FfmCompletionChannel) channel).channel;
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+                // Before the create: a provider short of a data-path function throws here, with no queue made to leak.
+                Ops ops = ops();
                 MemorySegment cq = (MemorySegment) createCq.invokeExact(capture, context, entries, MemorySegment.NULL, channelPointer, 0);
                 if (cq.equals(MemorySegment.NULL)) {
                     throw new ErrnoException("ibv_create_cq", errno(capture), name, name + ", " + entries + ", NULL, channel, 0",
                             "lower verbs.receive.buffers or verbs.send.buffers, or raise the memlock limit (ulimit -l)");
                 }
-                FfmCompletionQueue queue = new FfmCompletionQueue(this, name, ops(), cq);
-                completionQueues.put(cq.address(), queue);
-                return queue;
+                try {
+                    FfmCompletionQueue queue = new FfmCompletionQueue(this, name, ops, cq);
+                    completionQueues.put(cq.address(), queue);
+                    return queue;
+                } catch (RuntimeException | Error e) {
+                    throw destroyedAfter(e, "ibv_destroy_cq", name, destroyCq, cq);
+                }
             } catch (Throwable t) {
                 throw propagate(t);
             }
@@ -557,15 +563,21 @@ final class FfmVerbs implements Verbs {
                 attr.set(JAVA_INT, QP_INIT_MAX_RECV_SGE, 1);
                 attr.set(JAVA_INT, QP_INIT_QP_TYPE, IBV_QPT_RC);
                 attr.set(JAVA_INT, QP_INIT_SQ_SIG_ALL, 1);
+                // Before the create: a provider short of a data-path function throws here, with no queue pair made to leak.
+                Ops ops = device.ops();
                 MemorySegment qp = (MemorySegment) createQp.invokeExact(capture, pd, attr);
                 if (qp.equals(MemorySegment.NULL)) {
                     throw new ErrnoException("ibv_create_qp", errno(capture), device.name, device.name + " pd, RC, send " + maxSendRequests
                             + ", recv " + maxReceiveRequests, "lower verbs.send.buffers or verbs.receive.buffers (the device's max_qp_wr)");
                 }
-                int number = reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM);
-                FfmQueuePair queuePair = new FfmQueuePair(device, device.name, device.ops(), qp, number, sendQueue);
-                device.queuePairs.put(qp.address(), queuePair);
-                return queuePair;
+                try {
+                    int number = reinterpret(qp, IBV_QP.byteSize()).get(JAVA_INT, QP_QP_NUM);
+                    FfmQueuePair queuePair = new FfmQueuePair(device, device.name, ops, qp, number, sendQueue);
+                    device.queuePairs.put(qp.address(), queuePair);
+                    return queuePair;
+                } catch (RuntimeException | Error e) {
+                    throw destroyedAfter(e, "ibv_destroy_qp", device.name, destroyQp, qp);
+                }
             } catch (Throwable t) {
                 throw propagate(t);
             }
@@ -579,6 +591,20 @@ final class FfmVerbs implements Verbs {
             closed = true;
             checked("ibv_dealloc_pd", device.name, deallocPd, pd);
         }
+    }
+
+    /**
+     * Destroys {@code object}, created by the provider but not handed out because making its Java
+     * side failed (out of memory for its buffers), so that it does not stay on the device; a failure
+     * to destroy it is added to {@code failure}, which is returned to be thrown.
+     */
+    private static <T extends Throwable> T destroyedAfter(T failure, String call, String device, MethodHandle destroy, MemorySegment object) {
+        try {
+            checked(call, device, destroy, object);
+        } catch (RuntimeException | Error e) {
+            failure.addSuppressed(e);
+        }
+        return failure;
     }
 
     /** Calls {@code int destroy(void *)} (the {@code ibv_close_device} / {@code ibv_destroy_*} / {@code ibv_dealloc_*} shape), throwing on a non-zero result. */
