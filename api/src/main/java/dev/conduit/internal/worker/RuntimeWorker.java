@@ -1165,34 +1165,28 @@ public final class RuntimeWorker implements Worker {
      * once, one that comes during a transport's sleep (a futex wait or a {@code poll}, which an
      * interrupt does not reach) wakes it through {@link #interruptWake}. Until 2026-12-01 an
      * interrupted thread slept its whole timeout over the shared-memory transports, while it woke at
-     * once without a transport that sleeps (AwaitInterruptTest). The hook is set again before every
-     * slice: the JDK keeps one per thread, and code run between slices that blocks in an
-     * interruptible channel (an error handler writing to a pipe) clears it as its channel's
-     * {@code end()} returns; an interrupt in the next sleep then waited for the slice to end
-     * (EndpointThreadingTest#anInterruptWakesAnAwaitInWhichAnErrorHandlerBlockedInAChannel).
+     * once without a transport that sleeps (AwaitInterruptTest). The hook is up around each slice's
+     * sleep only, and so set again before every sleep: the JDK keeps one per thread, and code run
+     * between slices that blocks in an interruptible channel (an error handler writing to a pipe)
+     * takes it down as its channel's {@code end()} returns; an interrupt in the next sleep then
+     * waited for the slice to end
+     * (EndpointThreadingTest#anInterruptWakesAnAwaitInWhichAnErrorHandlerBlockedInAChannel). Until
+     * 2026-12-07 it stayed up from the first slice to the return, so an interrupt while the await
+     * ran code between slices (the other transports' progress and their handlers, the relock) became
+     * a signal that the transport kept, and the thread's next await returned at once without work
+     * (EndpointThreadingTest#anInterruptBetweenTheSlicesOfAnAwaitLeavesNoWakeupForTheNextOne).
      */
     private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
-        // Before the hook: it would turn the pending interrupt into a signal, which the transport keeps for the next await.
-        if (Thread.currentThread().isInterrupted()) return true;
-        try { // the loop sets the hook before each slice; it must come off this thread whatever happens
-            return awaitWorkInterruptibly(d, deadline, releaseLock);
-        } finally {
-            interruptWake.endSleep();
-        }
-    }
-
-    private boolean awaitWorkInterruptibly(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
         Transport waker = wakeup >= 0 ? transports[wakeup] : null;
         boolean others = transports.length > (waker == null ? 0 : 1);
         // A signal made before the call is taken in the loop, once the deadline is known not to have passed: a timeout
         // of zero or less keeps it for the next await, as a transport that sleeps keeps it (its await is never called then).
         while (true) {
             if (has(FAILURES_TO_REPORT | CLOSE_REQUESTED)) return true; // a close request is served as the call returns (exit)
-            if (Thread.currentThread().isInterrupted()) return true;
-            // Again before every slice: code run between slices (an error handler, a transport's progress, a deferred close)
-            // that blocks in an interruptible channel takes the hook down as its channel's end() does (one per thread).
-            interruptWake.beginSleep();
             long remaining = deadline - System.nanoTime();
+            // After the clock: an interrupt that comes once the deadline has passed is one after the timeout. Before the hook,
+            // which would turn a pending interrupt into a signal that the transport keeps for the next await.
+            if (Thread.currentThread().isInterrupted()) return true;
             if (remaining <= 0) return false;
             long slice = remaining;
             if (waker == null || backlogged() || releaseLock) {
@@ -1203,6 +1197,8 @@ public final class RuntimeWorker implements Worker {
             // Under the runtime lock a sleep keeps every other thread out of the worker: a thread that comes to wait for the
             // lock wakes this one (wakeSleeperUnderLock), and one already waiting is handed the lock without a sleep.
             if (releaseLock) sleepingUnderLock = true;
+            // An interrupt since the check is a signal from here on, which this sleep takes: it returns at once, woken.
+            interruptWake.beginSleep();
             try {
                 if (waker != null) {
                     if (!(releaseLock && runtimeLock.contended())) {
@@ -1227,6 +1223,7 @@ public final class RuntimeWorker implements Worker {
                     if (signalled.getAndSet(false) || Thread.currentThread().isInterrupted()) return true;
                 }
             } finally {
+                interruptWake.endSleep(); // before the code between slices, where an interrupt is seen at the next check
                 sleepingUnderLock = false;
             }
             int events = 0;

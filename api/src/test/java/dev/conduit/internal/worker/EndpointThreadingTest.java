@@ -1195,6 +1195,44 @@ class EndpointThreadingTest {
         }
     }
 
+    /**
+     * An interrupt that comes while await runs code between its slices (here a handler of the
+     * transport that cannot sleep, delivering between two sleeps in the one that can) ends the
+     * await and leaves nothing behind, as one that came before the call does: the hook that turns
+     * an interrupt into a signal stays set between slices, so the interrupt became a signal that
+     * the sleeping transport kept, and the thread's next await, its interrupt cleared, returned at
+     * once without work.
+     */
+    @Test
+    void anInterruptBetweenTheSlicesOfAnAwaitLeavesNoWakeupForTheNextOne() {
+        LoopbackPlugin waking = new LoopbackPlugin("lo-w", 8, false).priority(190);
+        LoopbackPlugin polled = new LoopbackPlugin("lo-n", 8, false).capabilities(Capability.RMA).priority(110);
+        Worker receiver = loopbacks.conduit(waking, polled).newWorker(ThreadMode.SINGLE);
+        Endpoint ep = loopbacks.conduit(new LoopbackPlugin("lo-n", 8, false)).newWorker(ThreadMode.SINGLE).connect(receiver.address());
+        assertThat(ep.transport()).isEqualTo("lo-n");
+        receiver.onMessage(1, m -> interruptedByAnotherThread());
+        ep.send(1, longs(1));
+
+        assertThat(receiver.await(Duration.ofSeconds(WAIT_SECONDS))).as("woken by the message delivered between slices").isTrue();
+        assertThat(Thread.interrupted()).as("the interrupt status is kept").isTrue();
+        assertThat(receiver.await(Duration.ofMillis(1))).as("no wakeup left behind").isFalse();
+    }
+
+    /** Has another thread interrupt this one, and waits for it without a call that an interrupt ends (which would clear it). */
+    private void interruptedByAnotherThread() {
+        Thread self = Thread.currentThread();
+        AtomicBoolean done = new AtomicBoolean();
+        threads.submit(() -> {
+            self.interrupt(); // from another thread: only then does Thread.interrupt run the await's interrupt hook
+            done.set(true);
+        });
+        long guard = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (!done.get()) {
+            if (System.nanoTime() - guard > 0) throw new AssertionError("hang guard: the interrupting thread never ran");
+            Thread.onSpinWait();
+        }
+    }
+
     /** A MULTI worker over {@code plugins}, which declare SERIALIZED at most: the runtime lock guards it. */
     private Worker multiWorkerUnderTheRuntimeLock(LoopbackPlugin... plugins) {
         Worker worker = loopbacks.conduit(plugins).newWorker(ThreadMode.MULTI);
