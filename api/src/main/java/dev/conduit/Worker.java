@@ -178,6 +178,9 @@ public interface Worker extends AutoCloseable {
      * <li>An interrupt of the calling thread ends it, as it ends a {@code Selector.select}: it
      *     returns {@code true} at once (also when the thread was interrupted before the call) and
      *     keeps the interrupt status, which the caller clears or acts on.</li>
+     * <li>A close of the worker by another thread meanwhile (under {@link ThreadPolicy#PASS_THROUGH},
+     *     whose close may run while other threads use the worker, or by its {@link Conduit}'s close)
+     *     ends it: it throws {@link IllegalStateException}, as every call on a closed worker does.</li>
      * <li>On a virtual thread, the sleep in a transport (a futex wait or a {@code poll}, native
      *     calls that would pin the virtual thread to its carrier for the whole sleep) is made on a
      *     platform thread of the runtime's while the virtual thread parks, so that awaiting virtual

@@ -76,6 +76,7 @@ public final class RuntimeWorker implements Worker {
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final VarHandle STATE;
     private static final VarHandle SIGNALS_IN_FLIGHT;
+    private static final VarHandle AWAITING;
     private static final VarHandle IN_AWAIT;
 
     // The flags and the count that the word state holds.
@@ -96,6 +97,7 @@ public final class RuntimeWorker implements Worker {
         try {
             STATE = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "state", long.class);
             SIGNALS_IN_FLIGHT = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "signalsInFlight", int.class);
+            AWAITING = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "awaiting", int.class);
             IN_AWAIT = MethodHandles.lookup().findVarHandle(RuntimeWorker.class, "inAwait", Thread.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
@@ -161,6 +163,9 @@ public final class RuntimeWorker implements Worker {
     /** Signals between their check of {@link #CLOSED} and their return: through SIGNALS_IN_FLIGHT. */
     @SuppressWarnings("unused")
     private volatile int signalsInFlight;
+    /** Threads in {@link #await}'s slices, through AWAITING: a close wakes them only then ({@link #wakeAwaitingThreadAsItCloses}). */
+    @SuppressWarnings("unused")
+    private volatile int awaiting;
     /**
      * The thread inside {@link #await} of a {@code SERIALIZED} worker, else null: the call of
      * another thread that overlaps it says so ({@link #enter}). Opaque through IN_AWAIT: it only
@@ -1177,11 +1182,24 @@ public final class RuntimeWorker implements Worker {
      * (EndpointThreadingTest#anInterruptBetweenTheSlicesOfAnAwaitLeavesNoWakeupForTheNextOne).
      */
     private boolean awaitWork(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
+        // Counted before the slices' first look at CLOSED: either that look sees the close, or the close sees this count.
+        AWAITING.getAndAdd(this, 1);
+        try {
+            return awaitInSlices(d, deadline, releaseLock);
+        } finally {
+            AWAITING.getAndAdd(this, -1);
+        }
+    }
+
+    private boolean awaitInSlices(MessageDispatch.Delivery d, long deadline, boolean releaseLock) {
         Transport waker = wakeup >= 0 ? transports[wakeup] : null;
         boolean others = transports.length > (waker == null ? 0 : 1);
         // A signal made before the call is taken in the loop, once the deadline is known not to have passed: a timeout
         // of zero or less keeps it for the next await, as a transport that sleeps keeps it (its await is never called then).
         while (true) {
+            // Another thread may have closed the worker since the last look: under PASS_THROUGH at any time, under the
+            // runtime lock while this await let go of it between slices.
+            ensureOpen();
             if (has(FAILURES_TO_REPORT | CLOSE_REQUESTED)) return true; // a close request is served as the call returns (exit)
             long remaining = deadline - System.nanoTime();
             // After the clock: an interrupt that comes once the deadline has passed is one after the timeout. Before the hook,
@@ -1199,10 +1217,10 @@ public final class RuntimeWorker implements Worker {
             if (releaseLock) sleepingUnderLock = true;
             // An interrupt since the check is a signal from here on, which this sleep takes: it returns at once, woken.
             interruptWake.beginSleep();
+            boolean woke = false;
             try {
                 if (waker != null) {
                     if (!(releaseLock && runtimeLock.contended())) {
-                        boolean woke;
                         d.inTransport++;
                         try {
                             woke = sleep(waker, slice);
@@ -1211,7 +1229,6 @@ public final class RuntimeWorker implements Worker {
                         } finally {
                             d.inTransport--;
                         }
-                        if (woke) return true;
                     }
                 } else {
                     this.sleeper = Thread.currentThread();
@@ -1220,12 +1237,14 @@ public final class RuntimeWorker implements Worker {
                     } finally {
                         this.sleeper = null;
                     }
-                    if (signalled.getAndSet(false) || Thread.currentThread().isInterrupted()) return true;
+                    woke = signalled.getAndSet(false) || Thread.currentThread().isInterrupted();
                 }
             } finally {
                 interruptWake.endSleep(); // before the code between slices, where an interrupt is seen at the next check
                 sleepingUnderLock = false;
             }
+            ensureOpen(); // a close by another thread wakes the sleeper (wakeAwaitingThreadAsItCloses)
+            if (woke) return true;
             int events = 0;
             if (others) {
                 events = progressOnce(d, wakeup);
@@ -1241,7 +1260,6 @@ public final class RuntimeWorker implements Worker {
                 } catch (RuntimeException | Error notRetaken) { // a cycle of waits, or an Error while waiting: either way not held
                     throw new RelockRefused(notRetaken);
                 }
-                ensureOpen(); // another thread may have closed the worker meanwhile
             }
         }
     }
@@ -1480,15 +1498,44 @@ public final class RuntimeWorker implements Worker {
      */
     private void closeNow() {
         if (((long) STATE.getAndBitwiseOr(this, CLOSED) & CLOSED) != 0) return;
-        // A signal that passed its check of closed before that store is still using the transport.
-        while ((int) SIGNALS_IN_FLIGHT.getVolatile(this) != 0) Thread.onSpinWait();
         try {
+            wakeAwaitingThreadAsItCloses();
+            // A signal that passed its check of closed before that store is still using the transport.
+            while ((int) SIGNALS_IN_FLIGHT.getVolatile(this) != 0) Thread.onSpinWait();
             closeEndpointsAndTransports();
         } catch (RuntimeException | Error e) {
             closeFailure = e;
             throw e;
         } finally {
             closeDone = true;
+        }
+    }
+
+    /**
+     * Wakes a thread asleep in {@link #await} while the worker closes under it (under
+     * {@code PASS_THROUGH}, or by {@code Conduit.close()} after its wait): it finds the worker
+     * closed as its sleep ends, and throws as every call on a closed worker does. Until 2026-12-07
+     * nothing woke it, and under PASS_THROUGH nothing in its loop looked for the close: it went on
+     * sleeping, and progressing the closed transports between slices, until its whole timeout
+     * passed (EndpointThreadingTest#anAwaitUnderPassThroughEndsWhenAnotherThreadClosesTheWorker,
+     * #anAwaitAsleepInItsTransportUnderPassThroughIsWokenByAnotherThreadsCloseOfTheWorker).
+     * Made once {@link #CLOSED} is set, which {@link #signal()} checks to keep other threads'
+     * wakes off the transports about to close, so it calls the transport itself; a signal nobody
+     * sleeps for is kept by the transport, which closes next. It throws nothing but the JVM's own
+     * errors: a failing signal leaves the sleeper to meet its transport closed. A close that no
+     * await overlaps signals nothing.
+     */
+    private void wakeAwaitingThreadAsItCloses() {
+        if ((int) AWAITING.getVolatile(this) == 0) return;
+        try {
+            if (wakeup >= 0) {
+                transports[wakeup].signal();
+            } else {
+                Thread t = sleeper;
+                if (t != null) LockSupport.unpark(t);
+            }
+        } catch (RuntimeException | Error notForTheCloser) {
+            CloseFailures.rethrowIfTheJvmsOwn(notForTheCloser);
         }
     }
 

@@ -1233,6 +1233,54 @@ class EndpointThreadingTest {
         }
     }
 
+    /**
+     * Under PASS_THROUGH a worker's close may run while another thread is in its await. With no
+     * transport that can sleep the await parks in slices and progresses the transports between
+     * them; it looked at nothing that says the worker closed, so it went on progressing the closed
+     * transports until its whole timeout passed. It throws IllegalStateException, as every other
+     * call on a closed worker does.
+     */
+    @Test
+    void anAwaitUnderPassThroughEndsWhenAnotherThreadClosesTheWorker() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true).capabilities(Capability.RMA);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        long callsBefore = plugin.transport().calls.get();
+        Future<Boolean> sleeper = threads.submit(() -> worker.await(Duration.ofHours(1)));
+        long guard = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (plugin.transport().calls.get() < callsBefore + 2) { // progressed between two slices: inside the await loop
+            if (System.nanoTime() - guard > 0) throw new AssertionError("hang guard: the await never progressed between slices");
+            Thread.sleep(1);
+        }
+
+        worker.close();
+
+        Throwable ended = catchThrowable(() -> sleeper.get(WAIT_SECONDS, TimeUnit.SECONDS));
+        assertThat(ended).as("hang guard: the await slept on after its worker closed").isNotInstanceOf(java.util.concurrent.TimeoutException.class);
+        assertThat(ended).as("it throws, as every call on a closed worker does").isInstanceOf(ExecutionException.class);
+        assertThat(ended.getCause()).isInstanceOf(IllegalStateException.class).hasMessageStartingWith("worker is closed");
+    }
+
+    /**
+     * The same with a transport that can sleep, and no other: the await sleeps in it for the whole
+     * timeout in one slice, so only a wake from the close ends it; nothing woke it.
+     */
+    @Test
+    void anAwaitAsleepInItsTransportUnderPassThroughIsWokenByAnotherThreadsCloseOfTheWorker() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        Future<Boolean> sleeper = threads.submit(() -> worker.await(Duration.ofHours(1)));
+        plugin.transport().awaitSleeper();
+
+        worker.close();
+
+        Throwable ended = catchThrowable(() -> sleeper.get(WAIT_SECONDS, TimeUnit.SECONDS));
+        assertThat(ended).as("hang guard: the await slept on after its worker closed").isNotInstanceOf(java.util.concurrent.TimeoutException.class);
+        assertThat(ended).isInstanceOf(ExecutionException.class);
+        assertThat(ended.getCause()).isInstanceOf(IllegalStateException.class).hasMessageStartingWith("worker is closed");
+    }
+
     /** A MULTI worker over {@code plugins}, which declare SERIALIZED at most: the runtime lock guards it. */
     private Worker multiWorkerUnderTheRuntimeLock(LoopbackPlugin... plugins) {
         Worker worker = loopbacks.conduit(plugins).newWorker(ThreadMode.MULTI);
