@@ -1,5 +1,8 @@
 package dev.conduit.internal.worker;
 
+import dev.conduit.internal.CloseFailures;
+import dev.conduit.spi.Cleanup;
+
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.nio.channels.spi.AbstractSelectableChannel;
@@ -39,16 +42,20 @@ final class InterruptWake extends AbstractSelector {
     /**
      * Runs inside {@code Thread.interrupt()} of whichever thread interrupts the sleeper (an
      * executor's {@code shutdownNow} stops interrupting its other threads at the first exception),
-     * and inside {@link #beginSleep()} for a thread interrupted before: it throws nothing. A signal
-     * that fails (a ConduitException, or a fault of a queue's memory) leaves the sleeper to meet the
-     * broken transport itself, in its own sleep, and to see its interrupt when its slice ends.
+     * and inside {@link #beginSleep()} for a thread interrupted before: it throws nothing but the
+     * JVM's own errors ({@link Cleanup#isTheJvmsOwn}). A signal that fails (a ConduitException, a
+     * fault of a queue's memory, a plugin's Error such as a class it misses) leaves the sleeper to
+     * meet the broken transport itself, in its own sleep, and to see its interrupt when its slice
+     * ends. Until 2026-12-07 an Error other than InternalError came out of {@code Thread.interrupt()}
+     * (EndpointThreadingTest#aWakeOfAnAwaitingThreadWhoseSignalFailsWithAnErrorThrowsNothing).
      */
     @Override
     public Selector wakeup() {
         try {
             signal.run();
-        } catch (RuntimeException | InternalError notForTheInterrupter) {
+        } catch (RuntimeException | Error notForTheInterrupter) {
             // the interrupt status is set: the sleeper returns at its next look
+            CloseFailures.rethrowIfTheJvmsOwn(notForTheInterrupter);
         }
         return this;
     }

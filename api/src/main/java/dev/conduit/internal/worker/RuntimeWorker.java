@@ -1330,11 +1330,13 @@ public final class RuntimeWorker implements Worker {
      * a thread asleep in {@link #await} holds it for up to a slice, so it is woken to let go. Through
      * its transport, whose await then returns, and so does the worker's ({@code await} may return
      * without work); a parked one hands the lock over between slices and sleeps on. It throws
-     * nothing, as {@link InterruptWake} does not: a signal that fails (a ConduitException, a fault of
-     * a queue's memory) is the sleeper's to meet in its own sleep, which under the lock lasts at most
-     * a 1 ms slice, and the waiting thread waits that long; it used to throw the signal's failure out
-     * of the waiting thread's call (a progress, a send on another transport's endpoint, a close),
-     * which had done nothing.
+     * nothing but the JVM's own errors, as {@link InterruptWake} does: a signal that fails (a
+     * ConduitException, a fault of a queue's memory, a plugin's Error such as a class it misses) is
+     * the sleeper's to meet in its own sleep, which under the lock lasts at most a 1 ms slice, and
+     * the waiting thread waits that long; it used to throw the signal's failure out of the waiting
+     * thread's call (a progress, a send on another transport's endpoint, a close), which had done
+     * nothing, and until 2026-12-07 an Error other than InternalError still came out
+     * (EndpointThreadingTest#aWakeOfAnAwaitingThreadWhoseSignalFailsWithAnErrorThrowsNothing).
      *
      * <p>The signal may find no sleep to end, and is then kept by the transport for the next
      * {@code await} (Transport#signal), whoever calls it: the sleeper read {@link #sleepingUnderLock}
@@ -1354,8 +1356,9 @@ public final class RuntimeWorker implements Worker {
                 Thread t = sleeper;
                 if (t != null) LockSupport.unpark(t);
             }
-        } catch (RuntimeException | InternalError notForTheWaiter) {
+        } catch (RuntimeException | Error notForTheWaiter) {
             // the sleeper lets go of the lock when its slice ends, or when its sleep meets the broken transport
+            CloseFailures.rethrowIfTheJvmsOwn(notForTheWaiter);
         }
     }
 

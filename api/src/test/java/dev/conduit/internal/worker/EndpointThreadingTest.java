@@ -1014,6 +1014,32 @@ class EndpointThreadingTest {
     }
 
     /**
+     * The two hooks that wake a thread asleep in {@code await} from another thread's call throw
+     * nothing when the transport's signal fails with an Error (a plugin missing one of its
+     * classes), as they throw nothing for a RuntimeException: they caught only RuntimeException and
+     * InternalError, so the Error came out of {@code Thread.interrupt()} of the interrupting thread
+     * (an executor's {@code shutdownNow} stops interrupting its other threads there), and out of
+     * a call that had to wait for a MULTI worker's runtime lock, which did nothing.
+     */
+    @Test
+    void aWakeOfAnAwaitingThreadWhoseSignalFailsWithAnErrorThrowsNothing() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        Worker worker = multiWorkerUnderTheRuntimeLock(plugin);
+        Thread user = Thread.ofPlatform().daemon().start(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS)));
+        plugin.transport().awaitSleeper();
+        plugin.transport().signalError = new NoClassDefFoundError("dev/example/Missing");
+        try {
+            assertThat(catchThrowable(() -> onAnotherThread(worker::progress))).as("a call that waits for the lock").isNull();
+            plugin.transport().awaitSleeper();
+            assertThat(catchThrowable(user::interrupt)).as("an interrupt of the sleeping thread").isNull();
+        } finally {
+            plugin.transport().signalError = null;
+            worker.signal();
+            user.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+        }
+    }
+
+    /**
      * Code that runs between an await's slices and blocks in an interruptible channel (here an
      * endpoint's error handler that writes to a pipe) takes the JDK's one hook per thread for
      * interruptible blocking with it: its channel's {@code end()} clears it, and the hook that turns

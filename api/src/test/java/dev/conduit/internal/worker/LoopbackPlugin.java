@@ -232,6 +232,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile boolean awaitDeafToInterrupts;
         /** Thrown by signal() while set: a transport whose wake fails (a queue's memory gone bad, say). */
         volatile RuntimeException signalFault;
+        /** Thrown by signal() while set: a plugin whose wake fails with an Error (one of its classes missing, say). */
+        volatile Error signalError;
         /** Calls of signal(). */
         final AtomicLong signals = new AtomicLong();
         /** The thread of each await call, in order. */
@@ -476,6 +478,7 @@ final class LoopbackPlugin implements ConduitPlugin {
         public void signal() {
             signals.incrementAndGet();
             if (signalFault != null) throw signalFault;
+            if (signalError != null) throw signalError;
             wake(true); // any thread: not counted
         }
 
