@@ -157,8 +157,9 @@ public interface Worker extends AutoCloseable {
      * <ul>
      * <li>It sleeps in the most preferred transport that can ({@link dev.conduit.spi.Capability#WAKEUP}).
      *     When the worker has other transports, it sleeps in slices of at most 10 ms and progresses
-     *     the others between slices (delivering their messages), returning {@code true} as soon as
-     *     they had work; so does it, in slices of at most 1 ms, while endpoints have locally queued
+     *     the others between slices (delivering their messages, and calling the error handlers of
+     *     endpoints that failed), returning {@code true} as soon as they had work or an error
+     *     handler ran; so does it, in slices of at most 1 ms, while endpoints have locally queued
      *     messages, which it tries to send between slices. Under {@link ThreadPolicy#RUNTIME_LOCK}
      *     the sleep holds the worker's lock, in slices of at most 1 ms: a thread that comes to wait
      *     for the lock (to send, say) wakes the sleeper, and {@code await} returns, possibly
@@ -189,8 +190,9 @@ public interface Worker extends AutoCloseable {
      *     stays pinned while it sleeps (docs/runtime.md, "Virtual threads").</li>
      * </ul>
      *
-     * @return {@code true} when woken (by a transport, a signal, an interrupt, or progress made
-     *         between slices), {@code false} when the timeout passed
+     * @return {@code true} when woken (by a transport, a signal, an interrupt, an endpoint's failure
+     *         to report, or progress made between slices, an error handler's run included),
+     *         {@code false} when the timeout passed
      */
     boolean await(Duration timeout);
 

@@ -222,6 +222,8 @@ final class MessageDispatch implements MessageSink {
         int depth;
         /** Transport progress or await calls on the stack. */
         int inTransport;
+        /** Failures of endpoints this thread reported (their error handlers called): an await that reports one returns. */
+        int failuresReported;
         Thread thread;
         private Throwable failure;
         /**

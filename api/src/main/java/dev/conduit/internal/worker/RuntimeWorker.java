@@ -1084,6 +1084,7 @@ public final class RuntimeWorker implements Worker {
         STATE.getAndBitwiseAnd(this, ~FAILURES_TO_REPORT);
         for (RuntimeEndpoint ep : endpoints) { // the array as it was: a release replaces it
             if (!ep.reportFailure(d)) continue;
+            d.failuresReported++;
             try {
                 ep.releaseFailed();
             } catch (RuntimeException | Error e) {
@@ -1172,10 +1173,10 @@ public final class RuntimeWorker implements Worker {
      * interrupted thread slept its whole timeout over the shared-memory transports, while it woke at
      * once without a transport that sleeps (AwaitInterruptTest). The hook is up around each slice's
      * sleep only, and so set again before every sleep: the JDK keeps one per thread, and code run
-     * between slices that blocks in an interruptible channel (an error handler writing to a pipe)
+     * between slices that blocks in an interruptible channel (a transport's progress writing to a pipe)
      * takes it down as its channel's {@code end()} returns; an interrupt in the next sleep then
      * waited for the slice to end
-     * (EndpointThreadingTest#anInterruptWakesAnAwaitInWhichAnErrorHandlerBlockedInAChannel). Until
+     * (EndpointThreadingTest#anInterruptWakesAnAwaitInWhichATransportsProgressBlockedInAChannel). Until
      * 2026-12-07 it stayed up from the first slice to the return, so an interrupt while the await
      * ran code between slices (the other transports' progress and their handlers, the relock) became
      * a signal that the transport kept, and the thread's next await returned at once without work
@@ -1246,13 +1247,16 @@ public final class RuntimeWorker implements Worker {
             ensureOpen(); // a close by another thread wakes the sleeper (wakeAwaitingThreadAsItCloses)
             if (woke) return true;
             int events = 0;
+            int failuresReportedBefore = d.failuresReported;
             if (others) {
                 events = progressOnce(d, wakeup);
             } else if (backlogged()) {
                 events = drainBacklogs();
             }
             d.rethrow();
-            if (events > 0) return true;
+            // An error handler run here is news for the caller, as a failure left to report is (the check above), though
+            // the transport that found the failure may count no event for it: until 2026-12-07 the await slept on.
+            if (events > 0 || d.failuresReported != failuresReportedBefore) return true;
             if (releaseLock) {
                 runtimeLock.exit();
                 try {

@@ -1040,36 +1040,34 @@ class EndpointThreadingTest {
     }
 
     /**
-     * Code that runs between an await's slices and blocks in an interruptible channel (here an
-     * endpoint's error handler that writes to a pipe) takes the JDK's one hook per thread for
-     * interruptible blocking with it: its channel's {@code end()} clears it, and the hook that turns
-     * an interrupt of the awaiting thread into a signal was set only once, as await began. An
-     * interrupt in the next sleep, in a transport whose sleep an interrupt does not end (a futex
-     * wait), then woke nobody until the slice ran out; here the transport sleeps until woken,
-     * whatever the slice, so the await slept on for good. The hook is set again before every slice.
+     * Code that runs between an await's slices and blocks in an interruptible channel (here the
+     * progress of the transport that cannot sleep, which writes to a pipe and counts no event)
+     * takes the JDK's one hook per thread for interruptible blocking with it: its channel's
+     * {@code end()} clears it, and the hook that turns an interrupt of the awaiting thread into a
+     * signal was set only once, as await began. An interrupt in the next sleep, in a transport
+     * whose sleep an interrupt does not end (a futex wait), then woke nobody until the slice ran
+     * out; here the transport sleeps until woken, whatever the slice, so the await slept on for
+     * good. The hook is set before every sleep. (An error handler blocking so served here until
+     * 2026-12-07, when an error handler's run came to end the await.)
      */
     @Test
-    void anInterruptWakesAnAwaitInWhichAnErrorHandlerBlockedInAChannel() throws Exception {
+    void anInterruptWakesAnAwaitInWhichATransportsProgressBlockedInAChannel() throws Exception {
         LoopbackPlugin waking = new LoopbackPlugin("lo-w", 8, false).priority(190);
-        LoopbackPlugin polled = new LoopbackPlugin("lo-n", 1, false).capabilities(Capability.RMA).priority(110);
+        LoopbackPlugin polled = new LoopbackPlugin("lo-n", 8, false).capabilities(Capability.RMA).priority(110);
         Worker receiver = multiWorkerUnderTheRuntimeLock(waking, polled);
-        Worker peer = loopbacks.conduit(new LoopbackPlugin("lo-n", 1, false)).newWorker(ThreadMode.SINGLE);
         java.nio.channels.Pipe pipe = java.nio.channels.Pipe.open();
-        CountDownLatch handled = new CountDownLatch(1);
-        Endpoint ep = receiver.connect(peer.address(), (endpoint, failure) -> {
+        CountDownLatch progressed = new CountDownLatch(1);
+        AtomicBoolean blocked = new AtomicBoolean();
+        polled.transport().duringProgress = () -> {
+            if (!blocked.compareAndSet(false, true)) return;
             try {
                 pipe.sink().write(java.nio.ByteBuffer.allocate(1)); // blocking: begin() and end() of the channel
             } catch (java.io.IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
             waking.transport().awaitIgnoresTimeout = true; // from now on only a signal ends the sleep
-            handled.countDown();
-        });
-        assertThat(ep.transport()).isEqualTo("lo-n");
-        ep.send(1, longs(1));
-        ep.send(1, longs(2)); // the peer's queue holds one: this one waits in the local queue
-        assertThat(ep.pending()).isEqualTo(1);
-        polled.transport().endpoints.getFirst().sendFault = new dev.conduit.spi.PeerFailedException("the peer went away");
+            progressed.countDown();
+        };
         waking.transport().awaitDeafToInterrupts = true;
 
         java.util.concurrent.CompletableFuture<Boolean> woke = new java.util.concurrent.CompletableFuture<>();
@@ -1081,7 +1079,7 @@ class EndpointThreadingTest {
             }
         });
         try {
-            await(handled); // between two slices: the await's drain of the local queue failed the endpoint
+            await(progressed); // between two slices
             waking.transport().awaitSleeper(); // the next slice
             awaiting.interrupt();
             assertThat(woke.get(WAIT_SECONDS, TimeUnit.SECONDS)).as("woken by the interrupt").isTrue();
@@ -1305,6 +1303,31 @@ class EndpointThreadingTest {
         assertThat(ended).as("hang guard: the await slept on after its worker closed").isNotInstanceOf(java.util.concurrent.TimeoutException.class);
         assertThat(ended).isInstanceOf(ExecutionException.class);
         assertThat(ended.getCause()).isInstanceOf(IllegalStateException.class).hasMessageStartingWith("worker is closed");
+    }
+
+    /**
+     * An error handler that runs between an await's slices (here for a peer's death that the polled
+     * transport reports without counting an event for it) makes the await return {@code true}, as
+     * a failure left to report does: it slept on, and returned {@code false} at its timeout, though
+     * the caller's handler had run.
+     */
+    @Test
+    void anAwaitInWhichAnErrorHandlerRanReturnsTrue() {
+        LoopbackPlugin waking = new LoopbackPlugin("lo-w", 8, false).priority(190);
+        LoopbackPlugin polled = new LoopbackPlugin("lo-n", 8, false).capabilities(Capability.RMA).priority(110);
+        polled.countsDeathReports = false;
+        Worker worker = loopbacks.conduit(waking, polled).newWorker(ThreadMode.SINGLE);
+        LoopbackPlugin peer = new LoopbackPlugin("lo-n", 8, false);
+        Worker peerWorker = loopbacks.conduit(peer).newWorker(ThreadMode.SINGLE);
+        AtomicInteger handlerRuns = new AtomicInteger();
+        Endpoint ep = worker.connect(peerWorker.address(), (e, failure) -> handlerRuns.incrementAndGet());
+        assertThat(ep.transport()).isEqualTo("lo-n");
+        peer.transport().kill();
+
+        boolean woke = worker.await(Duration.ofSeconds(WAIT_SECONDS));
+
+        assertThat(handlerRuns).as("the error handler ran in the await").hasValue(1);
+        assertThat(woke).as("the await says it had work").isTrue();
     }
 
     /** A MULTI worker over {@code plugins}, which declare SERIALIZED at most: the runtime lock guards it. */

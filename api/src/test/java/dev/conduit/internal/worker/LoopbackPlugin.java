@@ -100,6 +100,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile Runnable whileRma = () -> { };
     /** When cleared, progress never reports a dead peer: only the keepalive probe can find it. */
     volatile boolean reportsDeathInProgress = true;
+    /** When cleared, a death that progress reports is not among the events it counts (what an event is, the SPI leaves to the plugin). */
+    volatile boolean countsDeathReports = true;
     /** When set, endpoints have a keepalive probe (checkPeer) that finds a dead peer; when not, it says it is not supported. */
     volatile boolean probesPeers;
     /** When set, the keepalive probe throws it: a plugin's own failure. */
@@ -230,6 +232,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile boolean awaitIgnoresTimeout;
         /** When set, an interrupt does not end {@code await}'s sleep, as it does not end a futex wait; it is kept for the caller. */
         volatile boolean awaitDeafToInterrupts;
+        /** Run by progress() as it starts: a plugin's own work there (blocking I/O on a channel, say). */
+        volatile Runnable duringProgress = () -> { };
         /** Thrown by signal() while set: a transport whose wake fails (a queue's memory gone bad, say). */
         volatile RuntimeException signalFault;
         /** Thrown by signal() while set: a plugin whose wake fails with an Error (one of its classes missing, say). */
@@ -352,6 +356,7 @@ final class LoopbackPlugin implements ConduitPlugin {
             enter();
             inProgress = true;
             try {
+                duringProgress.run();
                 if (progressFault != null) throw progressFault;
                 int events = 0;
                 for (int i = 0; i < 64; i++) {
@@ -387,7 +392,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                     if (plugin.reportsDeathInProgress && ep.target.dead && !ep.reported && !ep.closed) {
                         ep.reported = true;
                         ep.events.peerFailed(new PeerFailedException(ep.target.deathReason, "loopback peer " + ep.target.key + " died"));
-                        events++;
+                        if (plugin.countsDeathReports) events++;
                     }
                 }
                 return events;
