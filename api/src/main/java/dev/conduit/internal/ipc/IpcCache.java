@@ -931,7 +931,6 @@ public final class IpcCache implements AutoCloseable {
      */
     static final class HitIndex {
         private static final java.security.SecureRandom SEEDS = new java.security.SecureRandom();
-        private static final long GOLDEN = 0x9E3779B97F4A7C15L;
 
         private final long seed = SEEDS.nextLong();
         private volatile Entry[] table = new Entry[16];
@@ -1001,21 +1000,27 @@ public final class IpcCache implements AutoCloseable {
         }
 
         /**
-         * Each field goes into the seeded state through a fold of its high half onto its low one
-         * and a multiply, one after another: which keys share a slot then depends on the seed, where
-         * a seed xored into fields combined first (or a multiply alone, which carries a difference in
-         * the high bits only upwards) leaves the keys that collided colliding. Three multiplies
-         * where there was one, on the hit path.
+         * Each field goes into the seeded state through murmur3's finalizer ({@link #mix}), one
+         * after another, so that which keys share a slot depends on the seed: a seed xored into
+         * fields combined first leaves the keys that collided colliding, and so did, for a day, a
+         * fold and one multiply per field, which are linear or carry a difference only upwards
+         * (export ids differing by {@code h << 32 | h}, {@code h} in bits 17 to 31, shared a slot
+         * under every seed: IpcCacheTest#exportIdsThatDifferOnlyInTheBitsTheFirstFoldCancelsSpreadOverACachesIndex).
+         * Six multiplies where there was one, on the hit path (docs/performance.md, "The IPC
+         * cache's hit index, seeded").
          */
         int slot(long originHigh, long originLow, long exportId, int mask) {
             long h = mix(seed ^ originHigh);
             h = mix(h ^ originLow);
             h = mix(h ^ exportId);
-            return (int) (h ^ (h >>> 32)) & mask;
+            return (int) h & mask;
         }
 
+        /** murmur3's 64-bit finalizer: every bit of {@code x} reaches every bit of the result, through the multiplies' carries. */
         private static long mix(long x) {
-            return (x ^ (x >>> 32)) * GOLDEN;
+            x = (x ^ (x >>> 33)) * 0xFF51AFD7ED558CCDL;
+            x = (x ^ (x >>> 33)) * 0xC4CEB9FE1A85EC53L;
+            return x ^ (x >>> 33);
         }
     }
 }

@@ -70,7 +70,6 @@ class IpcCacheTest {
         return pool.allocate(CHUNK);
     }
 
-    /** A plugin whose mapping has no {@code exporterState} of its own cannot tell; a closed region refuses to be asked. */
     /**
      * The hit index's slot is keyed by a seed of the cache's own: keys an exporter chooses to share
      * one slot under a fixed hash (the same {@code originHigh ^ originLow * 31 ^ exportId}, or export
@@ -92,6 +91,29 @@ class IpcCacheTest {
         assertThat(highBitsOnly).as("slots of 64 export ids differing above bit 47").hasSizeGreaterThan(16);
     }
 
+    /**
+     * Export ids that differ by {@code h << 32 | h}, {@code h} of bits 17 to 31 only, spread over
+     * the index. For a day (2026-12-07) the seeded slot folded each field ({@code x ^ x >>> 32},
+     * linear) and multiplied it (which carries a difference only upwards): such ids then differed
+     * in bits 49 and above alone, and every seed sent them to one slot of any index of up to 2^17
+     * slots, so an exporter choosing its export ids still made one run of as many entries as the
+     * cache keeps. No timing: where the keys land.
+     */
+    @Test
+    void exportIdsThatDifferOnlyInTheBitsTheFirstFoldCancelsSpreadOverACachesIndex() {
+        int mask = 127;
+        for (int cache = 0; cache < 8; cache++) {
+            IpcCache.HitIndex index = new IpcCache.HitIndex();
+            java.util.Set<Integer> slots = new java.util.HashSet<>();
+            for (long i = 0; i < 64; i++) {
+                long h = i << 17;
+                slots.add(index.slot(0x1234L, 0x5678L, 42 ^ (h << 32 | h), mask));
+            }
+            assertThat(slots).as("slots of 64 export ids of one family, in a cache of its own seed").hasSizeGreaterThan(16);
+        }
+    }
+
+    /** A plugin whose mapping has no {@code exporterState} of its own cannot tell; a closed region refuses to be asked. */
     @Test
     void anImportOfAPluginThatCannotTellItsExportersLifeSaysUnknownAndAClosedOneRefusesToBeAsked() {
         Pool pool = open(1 << 30).pool("inproc");
