@@ -433,6 +433,17 @@ public final class RuntimeWorker implements Worker {
         return closedNow;
     }
 
+    /**
+     * {@code e} as the worker's closed exception (its cause) when the worker is closed: a transport
+     * that another thread's close closed under the call throws its own {@code IllegalStateException},
+     * which is no failure of the transport; else {@code e}. Until 2026-12-07 an await that the close
+     * overtook between its look at the worker and its sleep threw the transport's
+     * (EndpointThreadingTest#anAwaitThatAnotherThreadsCloseOvertakesBeforeItsSleepSaysTheWorkerIsClosed).
+     */
+    private RuntimeException closedOr(RuntimeException e) {
+        return has(CLOSED) ? closedException(e) : e;
+    }
+
     /** Refuses {@code call} from inside a handler or a {@code PayloadEncoder} of this worker, whose caller holds the worker. */
     private void ensureNotCalledBack(MessageDispatch.Delivery d, String call) {
         if (d.depth == 0) return;
@@ -1201,7 +1212,11 @@ public final class RuntimeWorker implements Worker {
             // Another thread may have closed the worker since the last look: under PASS_THROUGH at any time, under the
             // runtime lock while this await let go of it between slices.
             ensureOpen();
-            if (has(FAILURES_TO_REPORT | CLOSE_REQUESTED)) return true; // a close request is served as the call returns (exit)
+            if (has(FAILURES_TO_REPORT)) return true;
+            // A close request is served as the call returns (exit); under PASS_THROUGH only once no thread runs a handler or
+            // encoder, and until then this await sleeps on: the last of them closes the worker as its call returns, which
+            // wakes this one (wakeAwaitingThreadAsItCloses). Returning at once would spin for as long as that handler runs.
+            if (has(CLOSE_REQUESTED) && !dispatch.calledBackOnAnyThread()) return true;
             long remaining = deadline - System.nanoTime();
             // After the clock: an interrupt that comes once the deadline has passed is one after the timeout. Before the hook,
             // which would turn a pending interrupt into a signal that the transport keeps for the next await.
@@ -1227,6 +1242,8 @@ public final class RuntimeWorker implements Worker {
                             woke = sleep(waker, slice);
                         } catch (InternalError e) {
                             throw mappedMemoryFault(e, transportNames[wakeup]); // await reads the queue too (its liveness checks)
+                        } catch (RuntimeException e) {
+                            throw closedOr(e);
                         } finally {
                             d.inTransport--;
                         }
@@ -1248,10 +1265,14 @@ public final class RuntimeWorker implements Worker {
             if (woke) return true;
             int events = 0;
             int failuresReportedBefore = d.failuresReported;
-            if (others) {
-                events = progressOnce(d, wakeup);
-            } else if (backlogged()) {
-                events = drainBacklogs();
+            try {
+                if (others) {
+                    events = progressOnce(d, wakeup);
+                } else if (backlogged()) {
+                    events = drainBacklogs();
+                }
+            } catch (RuntimeException e) {
+                throw closedOr(e);
             }
             d.rethrow();
             // An error handler run here is news for the caller, as a failure left to report is (the check above), though

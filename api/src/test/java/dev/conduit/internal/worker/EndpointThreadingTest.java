@@ -1306,6 +1306,83 @@ class EndpointThreadingTest {
     }
 
     /**
+     * An await that another thread's close of the worker overtakes between its look at the close
+     * and its sleep: the close's wake finds no sleep, and the transport it then closes refuses the
+     * sleep, as shm's ensureOpen does. The await throws what every call on a closed worker throws,
+     * as commit 6ac10d3f promises; it threw the transport's own IllegalStateException instead.
+     */
+    @Test
+    void anAwaitThatAnotherThreadsCloseOvertakesBeforeItsSleepSaysTheWorkerIsClosed() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        plugin.transport().awaitRefusedOnceClosed = true;
+        plugin.transport().beforeAwait = closingOnAnotherThreadOnce(worker);
+
+        Throwable thrown = catchThrowable(() -> worker.await(Duration.ofHours(1)));
+
+        assertThat(thrown).isInstanceOf(IllegalStateException.class).hasMessageStartingWith("worker is closed");
+    }
+
+    /**
+     * Under PASS_THROUGH a close asked for from a handler ({@code Conduit.close()}) waits for every
+     * thread's handler, and meanwhile another thread's await has no close to serve: it must sleep,
+     * to be woken by that close. It returned {@code true} at once, with no work, at every call
+     * (its "a close request is served as the call returns" holds no more since 2026-12-07), so that
+     * a loop of await and progress spins for as long as the handler runs.
+     */
+    @Test
+    void anAwaitUnderPassThroughSleepsWhileAnotherThreadsHandlerThatClosedTheConduitStillRuns() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.PASS_THROUGH);
+        CountDownLatch conduitClosed = new CountDownLatch(1);
+        CountDownLatch handlerMayReturn = new CountDownLatch(1);
+        worker.onMessage(1, m -> {
+            conduit.close();
+            conduitClosed.countDown();
+            try {
+                await(handlerMayReturn);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        worker.connect(worker.address()).send(1, longs(1));
+        Future<?> handling = threads.submit(() -> {
+            while (conduitClosed.getCount() > 0) worker.progress();
+            return null;
+        });
+        await(conduitClosed);
+        AtomicInteger awaitsReturned = new AtomicInteger();
+        Future<?> awaitLoop = threads.submit(() -> {
+            while (true) {
+                worker.await(Duration.ofHours(1));
+                awaitsReturned.incrementAndGet();
+            }
+        });
+
+        int returnedBeforeASleep;
+        try {
+            long guard = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+            while (!plugin.transport().waiting && awaitsReturned.get() < 1_000) {
+                if (System.nanoTime() - guard > 0) throw new AssertionError("hang guard: the awaits neither slept nor returned");
+                Thread.sleep(1);
+            }
+            returnedBeforeASleep = awaitsReturned.get();
+        } finally {
+            handlerMayReturn.countDown();
+        }
+        handling.get(WAIT_SECONDS, TimeUnit.SECONDS);
+        Throwable ended = catchThrowable(() -> awaitLoop.get(WAIT_SECONDS, TimeUnit.SECONDS));
+
+        assertThat(returnedBeforeASleep).as("awaits of an hour that returned, with no work, before one slept in the transport")
+                .isLessThan(1_000);
+        assertThat(ended).as("the worker's close, once the handler returned, ends the await").isInstanceOf(ExecutionException.class);
+        assertThat(ended.getCause()).isInstanceOf(IllegalStateException.class).hasMessageStartingWith("worker is closed");
+    }
+
+    /**
      * An error handler that runs between an await's slices (here for a peer's death that the polled
      * transport reports without counting an event for it) makes the await return {@code true}, as
      * a failure left to report does: it slept on, and returned {@code false} at its timeout, though

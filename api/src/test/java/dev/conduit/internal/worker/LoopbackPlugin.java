@@ -238,6 +238,10 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile RuntimeException signalFault;
         /** Thrown by signal() while set: a plugin whose wake fails with an Error (one of its classes missing, say). */
         volatile Error signalError;
+        /** Run by await() as it starts: what happens as a thread comes to sleep (another thread's close, say). */
+        volatile Runnable beforeAwait = () -> { };
+        /** When set, await() on a closed transport throws IllegalStateException, as shm's does (its ensureOpen). */
+        volatile boolean awaitRefusedOnceClosed;
         /** Calls of signal(). */
         final AtomicLong signals = new AtomicLong();
         /** The thread of each await call, in order. */
@@ -448,6 +452,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         @Override
         public boolean await(long timeoutNanos) {
             awaitThreads.add(Thread.currentThread());
+            beforeAwait.run();
+            if (awaitRefusedOnceClosed && closed) throw new IllegalStateException("loopback transport " + key + " is closed");
             enter();
             boolean interruptedWhileDeaf = false;
             try {
