@@ -872,8 +872,15 @@ public final class ShmTransport implements Transport {
                 // only the endpoints handed over before it, so this one's mapping of the peer's queue and its watch of the
                 // peer's lease are given back below, or they would stay for the process's life.
                 if (closed) throw closedError();
-                endpoints.add(endpoint);
+                // The endpoint holds the mapping and the watch once it is among the endpoints, and the catches below give them
+                // back: so that goes last, and a failure before it (out of memory) leaves nothing to release twice.
                 connectionsInUse.put(connection, Boolean.TRUE);
+                try {
+                    endpoints.add(endpoint);
+                } catch (RuntimeException | Error notAdded) {
+                    connectionsInUse.remove(connection);
+                    throw notAdded;
+                }
             }
             return endpoint;
         } catch (RuntimeException | InternalError failure) {
