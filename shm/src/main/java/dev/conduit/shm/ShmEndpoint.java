@@ -1,5 +1,6 @@
 package dev.conduit.shm;
 
+import dev.conduit.linux.ErrnoException;
 import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
@@ -1033,7 +1034,8 @@ final class ShmEndpoint implements TransportEndpoint {
 
     /**
      * Whether a close should wait for the peer to read large payloads in our bounce ring: some
-     * wait, this endpoint has not failed, and the peer lives, is not closing its worker, and has
+     * wait, this endpoint has not failed, and the peer lives (or a look at its lease fails:
+     * {@link #peerAliveOrTakenSo}), is not closing its worker, and has
      * not read past our last large message yet (once it has, whatever it did not release it
      * dropped, {@link #ringRefused}, or its application keeps in the peer's mapping of the ring,
      * which outlives our free of it).
@@ -1042,11 +1044,28 @@ final class ShmEndpoint implements TransportEndpoint {
         try {
             if (bounce == null || failure != null) return false;
             boolean readPast = peerReadPastLastLarge();
-            return !readPast && !bounce.drained() && !peer.isClosing() && peerLease.ownerAlive();
+            return !readPast && !bounce.drained() && !peer.isClosing() && peerAliveOrTakenSo();
         } catch (InternalError | IllegalStateException gone) {
             // A mapping is gone: nothing can be read any more. Unmapped (IllegalStateException) when the owner's thread released
             // this endpoint while its worker's close, forced from another thread, waits here: which must not end that close.
             return false;
+        }
+    }
+
+    /**
+     * Whether the peer's lease is held, as a close's step or wait looks: a look that fails
+     * ({@code flock}: {@code ENOLCK}) proves no death, so the peer is taken as alive, said at most
+     * once a minute, as a liveness check does ({@link #peerAliveAtCheck}); the waits it keeps going
+     * are bounded, or retried at each check. Thrown, it left a worker's close halfway (its wait
+     * for its peers' reading), its endpoints, queue, provider and lease never closed.
+     */
+    private boolean peerAliveOrTakenSo() {
+        try {
+            return peerLease.ownerAlive();
+        } catch (ErrnoException e) {
+            transport.failedEndpointLeaseChecks.log(() -> transport.plugin() + ": could not check whether the peer of a closed "
+                    + "connection lives (its lease " + peerLease.name() + "); it is taken as alive until a look succeeds: " + e.getMessage(), e);
+            return true;
         }
     }
 

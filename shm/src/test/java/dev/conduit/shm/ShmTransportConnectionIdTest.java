@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -151,6 +152,30 @@ class ShmTransportConnectionIdTest {
         receive(receiver, received, 2);
         assertThat(received).containsExactly(1, 2);
         assertThat(next.connection()).isNotEqualTo(closed.connection());
+    }
+
+    /**
+     * A worker's close whose one look at a peer's lease fails (flock refused: ENOLCK) while an
+     * endpoint waits for that peer to read its bounce ring still does every later step, and releases
+     * the worker's lease ("Every step runs even if an earlier one fails"). The look, in
+     * ShmEndpoint#awaitsDrain, is thrown out of the close's wait for its peers, before the endpoints,
+     * the queue, the provider, the lease and the directory are closed; and the close is idempotent,
+     * so no later call finishes it: the lease stays held, and the peers take the worker for alive.
+     */
+    @Test
+    void aWorkersCloseWhoseLookAtAPeersLeaseFailsWhileItsRingWaitsStillReleasesItsLease() {
+        ShmTransport receiver = transport(new ArrayList<>(), 4096);
+        AtomicInteger flockFailures = new AtomicInteger();
+        ShmTransport sender = transport(new ArrayList<>(), 4096, failingWhile("tryFlock", Errno.ENOLCK,
+                () -> flockFailures.getAndUpdate(n -> Math.max(0, n - 1)) > 0));
+        ShmEndpoint endpoint = connect(sender, receiver);
+        assertThat(endpoint.trySend(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[20_000]))).as("a large message, unread").isTrue();
+        Path lease = sender.ownLease().path();
+        assertThat(lease).as("the sender's lease, before its close").exists();
+        flockFailures.set(1);
+        catchThrowable(sender::close); // the lease's failure may be the close's to report, once every step ran
+        assertThat(flockFailures).as("the one look that failed").hasValue(0);
+        assertThat(lease).as("the closed worker's lease").doesNotExist();
     }
 
     /** The real {@link Libc}, but {@code call} fails with {@code errno} while {@code when} says so. */
