@@ -947,7 +947,10 @@ final class ShmEndpoint implements TransportEndpoint {
      * ({@link #finishClose()}). The wait for the ring ends when the peer dies, closes its worker,
      * or has read past our last large message without releasing it (it could not map the ring); a
      * peer that is slow or makes no progress is waited for while it lives. The wait for CONNECT to
-     * be read ends as well after {@code heartbeat.timeout}.
+     * be read ends as well after {@code heartbeat.timeout}. A look at the peer's lease that fails
+     * proves no death: the peer is taken as alive ({@link #peerAliveOrTakenSo}). Until 2026-12-07
+     * such a look released everything at once, and a live peer that had not mapped the ring yet
+     * dropped the large messages in it.
      */
     @Override
     public void close() {
@@ -972,7 +975,7 @@ final class ShmEndpoint implements TransportEndpoint {
             synchronized (closeSteps) {
                 if (released) return true; // at the failure that found the peer gone, or by the other thread (closeSteps)
                 try {
-                    if (connectSent && !peerGone && !peerLease.ownerAlive()) peerGone = true;
+                    if (connectSent && !peerGone && !peerAliveOrTakenSo()) peerGone = true;
                     if (connectSent && !peerGone) {
                         if (closeSentAt == 0) {
                             complete = !awaitsHeldPost() && !awaitsDrain() && sendControl(ReceiveQueue.CLOSE, NO_BYTES);
@@ -1079,7 +1082,7 @@ final class ShmEndpoint implements TransportEndpoint {
      * ({@link ShmTransport#enterConnectWait}); a worker's close does not wait for it.
      */
     private boolean awaitsConnectRead() {
-        return failure == null && !peerReadConnect() && !peer.isClosing() && peerLease.ownerAlive()
+        return failure == null && !peerReadConnect() && !peer.isClosing() && peerAliveOrTakenSo()
                 && System.nanoTime() - closeSentAt < heartbeatTimeoutNanos;
     }
 
@@ -1172,7 +1175,7 @@ final class ShmEndpoint implements TransportEndpoint {
             } finally {
                 transport.releasePeerLease(peerLease); // closed once its connections to this worker are gone too
                 // Its receiver forgets this id at its CLOSE, which it reads before any later record of the id, or knows
-                // nothing of it; else (a close whose look at the peer's lease failed, a queue that faulted) it may
+                // nothing of it; else (a close whose write of CLOSE met a queue that faulted) it may
                 // keep the connection while this worker lives, and a new connection must never take the id.
                 transport.released(this, connectSent && closeSentAt == 0 && !peerGone);
             }

@@ -11,13 +11,14 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
@@ -126,25 +127,29 @@ class ShmTransportConnectionIdTest {
     }
 
     /**
-     * A connection whose close could not look at its peer's lease (flock refused: ENOLCK) is
-     * released without a CLOSE while its receiver lives and keeps it: its id stays taken for as
-     * long as the sender's worker lives, and the count that comes round to it skips it. It used to
-     * be taken again, and the receiver took the new connection's CONNECT for a second announcement
-     * of the old one.
+     * A connection whose CLOSE could not be written (its receiver's queue was found broken: a tail
+     * more than a ring ahead of the head) is released without a CLOSE while its receiver lives and
+     * keeps it: its id stays taken for as long as the sender's worker lives, and the count that
+     * comes round to it skips it. It used to be taken again, and the receiver took the new
+     * connection's CONNECT for a second announcement of the old one. (Until 2026-12-07 a close
+     * whose look at the peer's lease failed got there too; such a look now takes the peer as alive,
+     * and the close writes its CLOSE.)
      */
     @Test
     void aConnectionReleasedWithoutItsCloseWhileItsReceiverLivesKeepsItsIdForGood() {
         List<Integer> received = new ArrayList<>();
         ShmTransport receiver = transport(received, 4096);
-        AtomicBoolean flockFails = new AtomicBoolean();
-        ShmTransport sender = transport(new ArrayList<>(), 4096, failingWhile("tryFlock", Errno.ENOLCK, flockFails::get));
+        List<MemorySegment> mappedBySender = new CopyOnWriteArrayList<>();
+        ShmTransport sender = transport(new ArrayList<>(), 4096, Linux.libc(), mappedBySender);
         sender.ownLease().countConnectionsFrom(0);
         ShmEndpoint closed = connect(sender, receiver);
         assertThat(closed.trySend(1, MemorySegment.NULL, EIGHT_BYTES)).isTrue();
         receive(receiver, received, 1);
-        flockFails.set(true);
-        assertThat(catchThrowable(closed::close)).as("the lease's failure is the close's to report").isInstanceOf(ErrnoException.class);
-        flockFails.set(false);
+        MemorySegment receiversQueue = mappedBySender.getFirst();
+        long tail = receiversQueue.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+        receiversQueue.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail ^ 0x8000_0000L); // 2^31 lines off the head
+        catchThrowable(closed::close);
+        receiversQueue.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, tail); // the receiver never sees it broken
 
         sender.ownLease().countConnectionsFrom(0);
         ShmEndpoint next = connect(sender, receiver);
@@ -178,6 +183,35 @@ class ShmTransportConnectionIdTest {
         assertThat(lease).as("the closed worker's lease").doesNotExist();
     }
 
+    /**
+     * An endpoint's close whose one look at its live peer's lease fails (flock refused: ENOLCK)
+     * keeps its bounce ring until the peer has read the large message in it, as the close promises
+     * ("the bounce ring until the peer has read every large payload in it"), and as a liveness
+     * check takes a failed look for a live peer. The failed look in finishClose left the step with
+     * its {@code complete} still true, so the endpoint was released at once and its ring freed
+     * under the unread message: the live peer then could not map it, refused the connection and
+     * dropped the message.
+     */
+    @Test
+    void anEndpointsCloseWhoseLookAtItsLivePeersLeaseFailsKeepsTheRingUntilThePeerReadsIt() {
+        List<Integer> received = new ArrayList<>();
+        ShmTransport receiver = transport(received, 4096);
+        AtomicInteger flockFailures = new AtomicInteger();
+        ShmTransport sender = transport(new ArrayList<>(), 4096, failingWhile("tryFlock", Errno.ENOLCK,
+                () -> flockFailures.getAndUpdate(n -> Math.max(0, n - 1)) > 0));
+        ShmEndpoint endpoint = connect(sender, receiver);
+        assertThat(endpoint.trySend(1, MemorySegment.NULL, MemorySegment.ofArray(new byte[20_000]))).as("a large message, unread").isTrue();
+        flockFailures.set(1);
+        catchThrowable(endpoint::close);
+        assertThat(flockFailures).as("the one look that failed").hasValue(0);
+        Throwable progressFailure = null;
+        for (int i = 0; i < 10_000 && received.isEmpty() && progressFailure == null; i++) {
+            progressFailure = catchThrowable(receiver::progress);
+        }
+        assertThat(progressFailure).as("what the receiver's progress() threw").isNull();
+        assertThat(received).as("the large message sent before the close").containsExactly(1);
+    }
+
     /** The real {@link Libc}, but {@code call} fails with {@code errno} while {@code when} says so. */
     private static Libc failingWhile(String call, int errno, BooleanSupplier when) {
         Libc real = Linux.libc();
@@ -209,11 +243,20 @@ class ShmTransportConnectionIdTest {
     }
 
     private ShmTransport transport(List<Integer> received, long inboundMaximum, Libc libc) {
+        return transport(received, inboundMaximum, libc, new CopyOnWriteArrayList<>());
+    }
+
+    /** A transport as above, whose every mapping of a peer's memory (its first: the queue it connects to) is added to {@code mapped}. */
+    private ShmTransport transport(List<Integer> received, long inboundMaximum, Libc libc, List<MemorySegment> mapped) {
         ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(20), Duration.ofSeconds(10),
                 Duration.ofMillis(50), inboundMaximum, 64L << 30);
         InProcessMemory memory = new InProcessMemory();
         ShmTransport t = new ShmTransport("test", libc, new InProcessContext(shared, (id, h, ho, hl, p, po, pl) -> received.add(id)),
-                config, memory, memory);
+                config, memory, (payload, chunkLength) -> {
+                    var mapping = memory.map(payload, chunkLength);
+                    mapped.add(mapping.segment());
+                    return mapping;
+                });
         open.add(t);
         return t;
     }
