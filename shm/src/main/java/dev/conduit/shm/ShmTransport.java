@@ -1848,9 +1848,21 @@ public final class ShmTransport implements Transport {
     private void unmapQuietly(ChunkMapping mapping, String what) {
         try {
             mapping.close();
-        } catch (RuntimeException e) {
-            warnBestEffort(() -> plugin + ": could not unmap " + what + ": " + e.getMessage(), e);
+        } catch (RuntimeException | Error e) {
+            warnOfAMappingThreadStep(e, () -> plugin + ": could not unmap " + what + ": " + e.getMessage());
         }
+    }
+
+    /**
+     * Says the failure of an unmap or a free on the mapping thread, where nobody waits for it: an
+     * Error of a provider as a RuntimeException (the posix provider's free rethrows one from its
+     * release, and a provider in another JVM language may throw anything), as {@link MappingThread#map}
+     * takes every one. Until 2026-12-07 an Error there ended the thread's task with only a trace on
+     * stderr, and the unmap after a failed free never ran. The JVM's own ({@link Cleanup#isTheJvmsOwn}) goes on up.
+     */
+    private void warnOfAMappingThreadStep(Throwable failure, java.util.function.Supplier<String> message) {
+        if (failure instanceof Error error && Cleanup.isTheJvmsOwn(error)) throw error;
+        warnBestEffort(message, failure);
     }
 
     /**
@@ -1879,8 +1891,11 @@ public final class ShmTransport implements Transport {
         synchronized (handOff) {
             if (!closed) {
                 mappingThread().unmapMadeElsewhere(() -> {
-                    if (bounceRing != null) freeQuietly(bounceRing);
-                    unmapQuietly(peerQueue, "the mapping of a peer's receive queue");
+                    try {
+                        if (bounceRing != null) freeQuietly(bounceRing);
+                    } finally { // the JVM's own Error, which freeQuietly lets through, still leaves no queue mapped
+                        unmapQuietly(peerQueue, "the mapping of a peer's receive queue");
+                    }
                 });
                 return;
             }
@@ -1895,8 +1910,8 @@ public final class ShmTransport implements Transport {
     private void freeQuietly(Chunk bounceRing) {
         try {
             provider.free(bounceRing);
-        } catch (RuntimeException e) {
-            warnBestEffort(() -> plugin + ": could not free a released connection's bounce ring: " + e.getMessage(), e);
+        } catch (RuntimeException | Error e) {
+            warnOfAMappingThreadStep(e, () -> plugin + ": could not free a released connection's bounce ring: " + e.getMessage());
         }
     }
 

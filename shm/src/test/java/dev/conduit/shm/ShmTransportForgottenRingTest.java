@@ -307,6 +307,25 @@ class ShmTransportForgottenRingTest {
     }
 
     /**
+     * A released endpoint's bounce ring whose free throws an Error (the posix provider's own free
+     * rethrows one from its release, and a provider of another JVM language may throw anything)
+     * still has the peer's queue unmapped: the close path frees and unmaps in a try-finally, so must
+     * the hand-over to the mapping thread, or the queue stays mapped for the process's life (the
+     * close finds nothing left to unmap).
+     */
+    @Test
+    @Timeout(60)
+    void aBounceRingWhoseFreeThrowsAnErrorStillHasThePeersQueueUnmappedByTheClose() {
+        PeersOfOneWorker peers = new PeersOfOneWorker(new CopyOnWriteArrayList<>(), 1, 20_000);
+        peers.memory.error = new InternalError("a fault in the provider's free");
+        peers.loseAll();
+        receive(peers.worker, () -> peers.memory.errorThrown, "the failing free");
+        peers.worker.close();
+        assertThat(peers.queues.mapped.get()).as("peers' queues mapped once the close returned").isZero();
+        peers.memory.error = null;
+    }
+
+    /**
      * A worker connected to {@code peers} peers, whose queues its importer maps (watched), each
      * after a message sent; {@link #loseAll} closes the peers' workers.
      */
@@ -489,6 +508,9 @@ class ShmTransportForgottenRingTest {
         volatile CountDownLatch held;
         /** Thrown by a ring's free instead of freeing it, when set. */
         volatile RuntimeException failure;
+        /** Thrown by a ring's free instead of freeing it, when set; {@link #errorThrown} once it was. */
+        volatile Error error;
+        volatile boolean errorThrown;
 
         CountDownLatch holdFreesOffTheTestThread() {
             held = new CountDownLatch(1);
@@ -529,6 +551,11 @@ class ShmTransportForgottenRingTest {
         public void free(Chunk chunk) {
             RuntimeException failing = failure;
             if (failing != null && chunk != allocated.getFirst()) throw failing;
+            Error erring = error;
+            if (erring != null && chunk != allocated.getFirst()) {
+                errorThrown = true;
+                throw erring;
+            }
             if (freedBy.putIfAbsent(chunk, Thread.currentThread()) != null) throw new IllegalStateException(chunk + " freed twice");
             waitOffTheTestThread(held);
             memory.free(chunk);
