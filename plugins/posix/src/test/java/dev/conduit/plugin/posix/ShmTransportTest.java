@@ -3653,6 +3653,23 @@ class ShmTransportTest {
      */
     @Test
     void aRetryCancelledDuringItsDelayIsNeverMade() throws Exception {
+        retryCancelledDuringItsDelay("300ms");
+    }
+
+    /**
+     * The same with a delay no test outlasts (a liveness interval of an hour): the cancelled retry
+     * ends its delay within a slice, so the next connection's mapping, behind it on the mapper's
+     * one thread, is made and its message delivered. With the delay's loop not looking whether it
+     * was cancelled, the 300 ms one above still passed, its new connection's mapping made once
+     * the delay ran out.
+     */
+    @Test
+    void aRetryCancelledDuringItsDelayEndsItsDelaySoTheNextMappingDoesNotWaitBehindIt() throws Exception {
+        retryCancelledDuringItsDelay("1h");
+    }
+
+    /** A retry under way in its delay of {@code livenessInterval}, cancelled by a CLOSE written over its large message. */
+    private void retryCancelledDuringItsDelay(String livenessInterval) throws Exception {
         AtomicBoolean outOfDescriptors = new AtomicBoolean(true);
         AtomicInteger maps = new AtomicInteger();
         Received received = new Received();
@@ -3660,7 +3677,7 @@ class ShmTransportTest {
                 posix -> (payload, chunkLength) -> {
                     maps.incrementAndGet();
                     return posix.map(payload, chunkLength);
-                }, "posix.queue.size", "64k", "posix.liveness.interval", "300ms");
+                }, "posix.queue.size", "64k", "posix.liveness.interval", livenessInterval);
         Transport sender = transport(new Received());
         assertThat(connect(sender, receiver, cause -> { }).trySend(1, MemorySegment.NULL, bytes(100_000, 1))).isTrue();
         assertThat(progressUntilItThrows(receiver)).hasMessageContaining("EMFILE");
