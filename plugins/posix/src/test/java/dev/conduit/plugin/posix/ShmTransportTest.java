@@ -1780,9 +1780,15 @@ class ShmTransportTest {
     void aDeathSeenThroughTheSharedWatchFailsTheEndpointAndForgetsTheConnection() throws Exception {
         AtomicReference<String> peerLease = new AtomicReference<>("none yet");
         AtomicBoolean killed = new AtomicBoolean();
-        // tryFlock answers true, as if it took the lock its dead owner held, once.
-        Libc libc = FailingLibc.answeringFor("tryFlock",
-                args -> killed.get() && isDescriptorOf(args[0], peerLease.get()) && killed.compareAndSet(true, false), true);
+        Thread testThread = Thread.currentThread();
+        AtomicInteger reclaimLooks = new AtomicInteger();
+        // tryFlock answers true, as if it took the lock its dead owner held, once. A look at the peer's lease off this thread
+        // is the reclaim's, on the mapping thread (the transport's other looks are made by the thread that calls progress()).
+        Libc libc = FailingLibc.answeringFor("tryFlock", args -> {
+            boolean peers = isDescriptorOf(args[0], peerLease.get());
+            if (peers && Thread.currentThread() != testThread) reclaimLooks.incrementAndGet();
+            return peers && killed.compareAndSet(true, false);
+        }, true);
         ConnectedBothWays both = new ConnectedBothWays(libc);
         peerLease.set(both.peerLease);
         killed.set(true);
@@ -1793,9 +1799,16 @@ class ShmTransportTest {
         assertThat(both.endpointFailure.get()).isInstanceOf(PeerFailedException.class).hasMessageContaining("peer worker died");
         assertThat(((PeerFailedException) both.endpointFailure.get()).reason()).isEqualTo(PeerFailedException.Reason.DIED);
         assertThat(both.received.closedSenders).as("the peer's connections told closed").containsExactly(both.received.senders.get(0));
-        // The reclaim the death handed to the mapping thread opens each lease of the directory to
-        // test its lock, the peer's among them, for a moment: a watch left open stays, that does not.
-        for (int i = 0; i < 10_000 && both.watches() != 0; i++) Thread.sleep(1); // bounded, not timed
+        // The reclaim the death handed to the mapping thread opens each lease of the directory to test its lock, the peer's
+        // among them, for a moment: a watch left open stays, that does not. The wait ends once the reclaim looked at the
+        // peer's lease (its descriptor, open before its look, is closed after it); ended at the first count of none, it
+        // could end before the reclaim opened the lease, and the assertion then counted the reclaim's descriptor (a full
+        // run once found 1). The worker progresses meanwhile, so that nothing a liveness check releases waits for a call.
+        for (int i = 0; i < 10_000 && (reclaimLooks.get() == 0 || both.watches() != 0); i++) { // bounded, not timed
+            both.worker.progress();
+            Thread.sleep(1);
+        }
+        assertThat(reclaimLooks).as("the reclaim's looks at the peer's lease").hasPositiveValue();
         assertThat(both.watches()).as("descriptors of the peer's lease once it was found dead").isZero();
     }
 
