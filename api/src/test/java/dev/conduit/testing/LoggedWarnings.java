@@ -45,4 +45,33 @@ public final class LoggedWarnings {
         }
         return warnings;
     }
+
+    /**
+     * Runs {@code action} while every record of logger {@code logger} fails as the JDK's logging
+     * does out of descriptors: an {@link Error} at every record ({@code NoClassDefFoundError} once
+     * its time-zone data failed to load).
+     */
+    public static void failingWhile(String logger, Runnable action) {
+        Logger log = Logger.getLogger(logger);
+        Handler failing = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                throw new NoClassDefFoundError("Could not initialize class java.time.zone.ZoneRulesProvider");
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(failing);
+        try {
+            action.run();
+        } finally {
+            log.removeHandler(failing);
+        }
+    }
 }

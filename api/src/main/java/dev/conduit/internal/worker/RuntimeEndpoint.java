@@ -6,6 +6,7 @@ import dev.conduit.PeerRegion;
 import dev.conduit.internal.CloseFailures;
 import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.ipc.IpcImports;
+import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.EndpointEvents;
@@ -1051,14 +1052,17 @@ final class RuntimeEndpoint implements Endpoint {
             unlock();
         }
         if (dropped > 0) {
-            LOG.log(System.Logger.Level.WARNING, "endpoint over '" + transport + "' to " + peer + " closed with " + dropped
-                    + " messages still waiting in its local queue; they were discarded. " + (drainRefused instanceof PeerFailedException f
+            // Best effort: out of descriptors the logger's Error would leave the endpoint closed and nothing given back.
+            Throwable refused = drainRefused;
+            long discarded = dropped;
+            BestEffortLog.warn(LOG, () -> "endpoint over '" + transport + "' to " + peer + " closed with " + discarded
+                    + " messages still waiting in its local queue; they were discarded. " + (refused instanceof PeerFailedException f
                     ? "The transport refused them, the peer having failed (" + f.getMessage() + "): no progress() would have delivered them"
-                    : drainRefused instanceof RuntimeException r ? "The transport refused them as the close handed them over (" + r + ")"
+                    : refused instanceof RuntimeException r ? "The transport refused them as the close handed them over (" + r + ")"
                     : connectionEnded != null
                     ? "The connection it answered had ended, and its worker's progress was handing them to the sender's worker: "
                     + "progress the worker until pending() is 0 before closing it, or the endpoint"
-                    : "Progress the worker until pending() is 0 before closing."));
+                    : "Progress the worker until pending() is 0 before closing."), null);
         }
         release(unregister, drainRefused instanceof Error e ? e : null);
     }

@@ -21,6 +21,7 @@ import dev.conduit.internal.threading.ThreadConfinement;
 import dev.conduit.internal.threading.ThreadGuard;
 import dev.conduit.internal.threading.ThreadNames;
 import dev.conduit.internal.threading.ThreadPolicies;
+import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
 import dev.conduit.spi.ConduitException;
@@ -1495,11 +1496,12 @@ public final class RuntimeWorker implements Worker {
                 }
                 if (System.nanoTime() - closeRequestDeadline >= 0) {
                     Thread user = guard instanceof OwnerCheck owned ? owned.owner() : null;
-                    LOG.log(System.Logger.Level.WARNING, () -> this + (user == null ? "" : " of thread " + ThreadNames.of(user))
+                    // Best effort: out of descriptors the logger's Error would stop Conduit.close before it closed this worker.
+                    BestEffortLog.warn(LOG, () -> this + (user == null ? "" : " of thread " + ThreadNames.of(user))
                             + " was still in use " + TimeUnit.NANOSECONDS.toMillis(OWNER_CLOSE_WAIT_NANOS) + " ms after Conduit.close() "
                             + "asked its users to close it; closing it from thread " + ThreadNames.of(Thread.currentThread()) + ", so calls "
                             + "under way on it may fail with IllegalStateException. Stop the threads that use a Conduit's workers, or "
-                            + "have them close their workers, before closing the Conduit");
+                            + "have them close their workers, before closing the Conduit", null);
                     return false;
                 }
                 LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(1));

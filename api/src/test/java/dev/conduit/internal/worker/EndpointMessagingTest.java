@@ -1878,4 +1878,20 @@ class EndpointMessagingTest {
                 .contains("2 messages still waiting", "the peer having failed (loopback peer is dead)")
                 .doesNotContain("until pending() is 0");
     }
+
+    /**
+     * Out of descriptors the JDK's logging throws an {@code Error} at every record: the WARNING of
+     * the messages a close discards is said on the way to giving back the endpoint's transport
+     * endpoint and peer regions. Until 2026-12-07 the logger's {@code Error} came out of the close
+     * before that, and they stayed open for good (the endpoint already marked closed).
+     */
+    @Test
+    void aCloseWhoseWarningCannotBeLoggedStillGivesBackItsTransportEndpoint() {
+        Pair p = pair(1);
+        for (long i = 0; i < 3; i++) p.endpoint().send(1, longs(i)); // 0 taken, 1 and 2 queued locally
+
+        LoggedWarnings.failingWhile("dev.conduit.worker", () -> p.endpoint().close());
+
+        assertThat(p.transportEndpoint().closeCalls).as("the transport endpoint's close").hasValue(1);
+    }
 }
