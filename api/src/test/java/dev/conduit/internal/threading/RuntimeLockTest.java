@@ -1,5 +1,6 @@
 package dev.conduit.internal.threading;
 
+import dev.conduit.testing.InterruptRefusingThread;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -278,19 +279,6 @@ class RuntimeLockTest {
         assertThat(outcome.get()).isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("no interrupt of itself");
         assertThat(lock.tryEnter()).as("the lock is free once the waiter's enterToSleep threw").isTrue();
         lock.exit();
-    }
-
-    /** A thread that refuses to interrupt itself: another thread's interrupt of it goes through. */
-    private static final class InterruptRefusingThread extends Thread {
-        InterruptRefusingThread(Runnable r) {
-            super(r);
-        }
-
-        @Override
-        public void interrupt() {
-            if (Thread.currentThread() == this) throw new UnsupportedOperationException("no interrupt of itself");
-            super.interrupt();
-        }
     }
 
     /**

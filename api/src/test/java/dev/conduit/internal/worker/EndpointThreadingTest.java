@@ -10,6 +10,7 @@ import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.InterruptRefusingThread;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -1207,19 +1208,6 @@ class EndpointThreadingTest {
         while (!(t.getState() == Thread.State.TIMED_WAITING && blocker.test(java.util.concurrent.locks.LockSupport.getBlocker(t)))) {
             if (System.nanoTime() - hangGuard > 0) throw new AssertionError("hang guard: " + t + " never " + what);
             Thread.onSpinWait();
-        }
-    }
-
-    /** A thread that refuses to interrupt itself: another thread's interrupt of it goes through. */
-    private static final class InterruptRefusingThread extends Thread {
-        InterruptRefusingThread(Runnable r) {
-            super(r);
-        }
-
-        @Override
-        public void interrupt() {
-            if (Thread.currentThread() == this) throw new UnsupportedOperationException("no interrupt of itself");
-            super.interrupt();
         }
     }
 
