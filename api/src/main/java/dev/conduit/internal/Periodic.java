@@ -1,5 +1,8 @@
 package dev.conduit.internal;
 
+import dev.conduit.spi.BestEffortLog;
+import dev.conduit.spi.Cleanup;
+
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -57,8 +60,10 @@ public final class Periodic implements AutoCloseable {
             if (next - System.nanoTime() < 0) next = System.nanoTime() + intervalNanos; // fell behind (a suspended JVM): no burst
             try {
                 if (!task.getAsBoolean()) return;
-            } catch (RuntimeException e) {
-                log.log(System.Logger.Level.WARNING, name + ": a round failed; trying again next interval", e);
+            } catch (RuntimeException | Error e) {
+                // A plugin's Error (a class it misses) too: ended by it, the thread would do no round again for good.
+                if (Cleanup.isTheJvmsOwn(e)) throw e;
+                BestEffortLog.warn(log, () -> name + ": a round failed; trying again next interval", e);
             }
         }
     }

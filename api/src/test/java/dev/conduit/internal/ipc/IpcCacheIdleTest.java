@@ -200,6 +200,30 @@ class IpcCacheIdleTest {
         }
     }
 
+    /**
+     * Review 2026-12-07 (evidence, not yet fixed): a plugin's unmap that throws an Error in a round
+     * (as the Conduit's close is tested to survive: IpcCacheTest#aMappingWhoseCloseThrowsAnErrorKeepsNoOtherMapped)
+     * ends the sweep for the life of the Conduit. Periodic's loop catches RuntimeException only, so the
+     * Error ends the sweep's thread, and startSweeper() never starts another (its field still names the
+     * dead one): every later unused import stays mapped up to the bounds, with no WARNING of the runtime's.
+     */
+    @Test
+    void aRoundWhoseUnmapThrowsAnErrorLeavesTheSweepRunning() throws InterruptedException {
+        InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
+        try (Conduit conduit = conduit(plugin, "1g", "10ms")) {
+            Pool pool = conduit.pool("inproc");
+            plugin.unmapError.set(new InternalError("a fault occurred in an unsafe memory access"));
+            conduit.importRegion(pool.allocate(CHUNK).exportHandle()).close();
+            for (int i = 0; i < 3000 && plugin.unmaps.get() == 0; i++) Thread.sleep(10);
+            assertThat(plugin.unmaps).as("the first unused import's unmap tried (and thrown)").hasValue(1);
+
+            conduit.importRegion(pool.allocate(CHUNK).exportHandle()).close();
+            for (int i = 0; i < 500 && plugin.unmaps.get() < 2; i++) Thread.sleep(10);
+
+            assertThat(plugin.unmaps).as("the next unused import unmapped by a round within 5 s of a 10 ms interval").hasValue(2);
+        }
+    }
+
     @Test
     void aConduitThatKeepsNoUnusedImportHasNoSweepThread() {
         Set<Thread> before = sweepThreads();
