@@ -7,6 +7,7 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.internal.CloseFailures;
 import dev.conduit.internal.Periodic;
+import dev.conduit.internal.threading.PlatformHandOff;
 import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.Cleanup;
@@ -113,9 +114,13 @@ public final class IpcCache implements AutoCloseable {
      */
     private final Map<Key, MissUnderWay> missesUnderWay = new ConcurrentHashMap<>();
 
-    /** A miss mapping its chunk now ({@link #missesUnderWay}), and the thread that runs its importer. */
+    /**
+     * A miss mapping its chunk now ({@link #missesUnderWay}), and the thread whose import runs its
+     * importer (a virtual thread's runs on a platform thread that acts for it:
+     * {@link PlatformHandOff#actingFor}).
+     */
     private static final class MissUnderWay extends CompletableFuture<Void> {
-        final Thread mapper = Thread.currentThread();
+        final Thread mapper = PlatformHandOff.actingFor();
     }
     /**
      * Entries out of the cache while regions are open on them, until their last release unmaps
@@ -403,9 +408,11 @@ public final class IpcCache implements AutoCloseable {
                 return cached;
             });
             if (underWay[0] != null) {
-                if (underWay[0].mapper == Thread.currentThread()) {
+                if (underWay[0].mapper == PlatformHandOff.actingFor()) {
                     // Its own importer, importing the chunk it maps: the wait would never end (the compute it replaces
-                    // refused this as a recursive update).
+                    // refused this as a recursive update). Until 2026-12-07 an import made on a virtual thread, whose
+                    // importer runs on a platform thread, waited for itself for ever
+                    // (IpcCacheTest#anImporterThatImportsItsOwnChunkAgainFailsAlsoWhenTheImportIsMadeOnAVirtualThread).
                     throw new IllegalStateException("the importer of plugin '" + handle.plugin() + "' imports the chunk it is "
                             + "mapping (export " + handle.exportId() + ") again, on the same thread: an importer must map the chunk "
                             + "itself, not import it through the runtime");

@@ -22,7 +22,21 @@ public final class PlatformHandOff {
     private static final ExecutorService THREADS = Executors.newCachedThreadPool(
             Thread.ofPlatform().daemon().name("conduit-await-", 0).inheritInheritableThreadLocals(false).factory());
 
+    /** On a platform thread making a call for a virtual one ({@link #blockingCall}), that virtual thread. */
+    private static final ThreadLocal<Thread> MADE_FOR = new ThreadLocal<>();
+
     private PlatformHandOff() {
+    }
+
+    /**
+     * The thread the calling thread acts for: the virtual thread whose {@link #blockingCall} it
+     * makes, else itself. A check that a call comes back through the runtime on the thread that
+     * made it (an importer that imports the chunk it is mapping) asks this, so that it holds for a
+     * virtual caller too.
+     */
+    public static Thread actingFor() {
+        Thread caller = MADE_FOR.get();
+        return caller != null ? caller : Thread.currentThread();
     }
 
     /**
@@ -47,7 +61,7 @@ public final class PlatformHandOff {
      */
     public static <T> T blockingCall(Supplier<T> call) {
         if (!Thread.currentThread().isVirtual()) return call.get();
-        ForCaller<T> forCaller = new ForCaller<>(call);
+        ForCaller<T> forCaller = new ForCaller<>(call, Thread.currentThread());
         // Passed on before the submit, not left to the wait below: a call that ends before the caller waits for it is
         // collected without a look at the caller's status, and would never have seen an interrupt set before it.
         if (Thread.currentThread().isInterrupted()) forCaller.interrupt();
@@ -58,13 +72,15 @@ public final class PlatformHandOff {
     private static final class ForCaller<T> implements Callable<T> {
 
         private final Supplier<T> call;
+        private final Thread caller;
         /** The platform thread making the call, while it does; guarded by this. */
         private Thread maker;
         /** Whether the caller was interrupted; guarded by this. */
         private boolean interrupted;
 
-        ForCaller(Supplier<T> call) {
+        ForCaller(Supplier<T> call, Thread caller) {
             this.call = call;
+            this.caller = caller;
         }
 
         @Override
@@ -73,9 +89,11 @@ public final class PlatformHandOff {
                 maker = Thread.currentThread();
                 if (interrupted) maker.interrupt();
             }
+            MADE_FOR.set(caller);
             try {
                 return call.get();
             } finally {
+                MADE_FOR.remove();
                 synchronized (this) {
                     maker = null;
                 }

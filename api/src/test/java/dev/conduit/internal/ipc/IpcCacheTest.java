@@ -448,6 +448,38 @@ class IpcCacheTest {
     }
 
     /**
+     * Review 2026-12-07 (evidence, not yet fixed): the same importer, its import made from a virtual
+     * thread, fails as it does from a platform thread. A virtual thread's miss runs the importer on a
+     * {@code conduit-await-N} thread (IpcImports.map, PlatformHandOff.blockingCall), while the
+     * reservation names the virtual thread as its mapper: the importer's import of its own chunk, on
+     * the await thread, is not recognized as the mapper's and waits for the reservation for ever,
+     * uninterruptibly, and the virtual thread waits for it. (When this fails, both threads stay
+     * stuck in this test JVM: nothing can end the wait.)
+     */
+    @Test
+    void anImporterThatImportsItsOwnChunkAgainFailsAlsoWhenTheImportIsMadeOnAVirtualThread() throws Exception {
+        Pool pool = open(1 << 30).pool("inproc");
+        byte[] handle = ownChunk(pool).exportHandle();
+        AtomicBoolean once = new AtomicBoolean();
+        plugin.whileMapping = () -> {
+            if (once.compareAndSet(false, true)) conduit.importRegion(handle).close(); // the importer goes back through the runtime
+        };
+        Throwable[] thrown = new Throwable[1];
+        Thread importer = Thread.ofVirtual().start(() -> {
+            try {
+                conduit.importRegion(handle).close();
+            } catch (Throwable t) {
+                thrown[0] = t;
+            }
+        });
+        importer.join(10_000);
+        assertThat(importer.isAlive()).as("the virtual thread's import still waits, its importer waiting for its own reservation")
+                .isFalse();
+        // From a platform thread: ConduitException "plugin 'inproc' failed in its importer's map(): ... imports the chunk it is mapping".
+        assertThat(thrown[0]).hasMessageContaining("imports the chunk it is mapping");
+    }
+
+    /**
      * An import of a chunk that another import is mapping waits for that one and opens its mapping:
      * the importer runs outside the cache's lock, and the key stays reserved for the miss meanwhile,
      * so that the cache still maps a chunk once.
