@@ -42,8 +42,11 @@ import java.util.function.Function;
  *       is validated in place, the entry found in a read-only index and its count raised with a
  *       CAS ({@link #tryHit}).</li>
  *   <li>Closing a region lowers the count; nothing is unmapped then.</li>
- *   <li>An entry is unmapped only when Caffeine evicts it, inside the eviction
- *       ({@code evictionListener}), and never while counted. An entry made by a miss weighs 0
+ *   <li>An entry is unmapped only when it leaves the cache uncounted (Caffeine's eviction for
+ *       the bytes, inside its {@code evictionListener}; the trim to {@code ipc.cache.entries}; the
+ *       sweep of idle ones), at the last release of one that left while counted, or with the cache's
+ *       close; never while counted. A plugin's unmap that fails on an eviction is logged, and the
+ *       entry leaves all the same ({@link #unmapEvicted}). An entry made by a miss weighs 0
  *       (Caffeine never evicts it for size) until its count first drops to 0; from then on it weighs
  *       its length, so the bound ({@code ipc.cache.bytes}) limits what stays mapped for no open
  *       region, least recently used first. The entries that weigh are also counted, and
