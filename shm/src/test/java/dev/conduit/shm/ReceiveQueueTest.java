@@ -862,6 +862,25 @@ class ReceiveQueueTest {
     }
 
     /**
+     * A claim may take the whole ring ({@code claim} takes up to the capacity): a dead claimant's
+     * unnamed claim of it ends a whole ring past the head, which is still within reach, and its
+     * take-back stores named-up-to for it. Left where it was, every sender would find the last claim
+     * unnamed for ever, with the ring given back and empty.
+     */
+    @Test
+    void aDeadClaimantsUnnamedClaimOfTheWholeRingIsTakenBackAndReleasesNamedUpTo() {
+        long capacity = receiver.capacity();
+        long position = claimUnnamed((int) capacity, 0x0bad_cafe);
+        assertThat(receiver.unnamedClaimant()).isEqualTo(0x0bad_cafe);
+        assertThat(receiver.takeBackUnnamedClaim(0x0bad_cafe)).isTrue();
+        assertThat(namedUpTo()).as("released for the dead claimant").isEqualTo(position + capacity);
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.hasPending()).isFalse();
+        assertThat(send(ReceiveQueue.MSG, 3, 64)).isNotNegative();
+        assertThat(drain()).containsExactly(3L);
+    }
+
+    /**
      * A sender stopped between its CAS and its take holds the ring: no other claim passes it, for a
      * whole ring's worth of tries, and the receiver takes nothing back while it may live.
      */
