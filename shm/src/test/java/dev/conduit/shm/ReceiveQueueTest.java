@@ -881,6 +881,22 @@ class ReceiveQueueTest {
     }
 
     /**
+     * A tail word written more than a ring ahead of the head (a process that maps the queue wrote
+     * it) is no dead claimant's tail: a take-back for the owner it names leaves named-up-to where
+     * the last honest claim put it. Stored there, named-up-to would be past every claim, and the
+     * receiver would remember a dead claimant's tail below which it takes back unnamed claims, live
+     * senders' among them, without judging their owners; the header check reports the tail word.
+     */
+    @Test
+    void aTailWordWrittenMoreThanARingAheadIsNoDeadClaimantsAndLeavesNamedUpTo() {
+        long tail = tail();
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET, ReceiveQueue.packTail(tail + 2 * receiver.capacity(), 0x0bad_cafe));
+        receiver.takeBackUnnamedClaim(0x0bad_cafe);
+        assertThat(namedUpTo()).isEqualTo(tail);
+        assertThat(receiver.headerDamage(TOKEN)).contains("is not within a ring of its head");
+    }
+
+    /**
      * A sender stopped between its CAS and its take holds the ring: no other claim passes it, for a
      * whole ring's worth of tries, and the receiver takes nothing back while it may live.
      */
