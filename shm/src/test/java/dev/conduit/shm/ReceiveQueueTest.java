@@ -620,6 +620,24 @@ class ReceiveQueueTest {
         assertThat(receiver.blockedConnection()).isEqualTo(0x0bad_cafe_0000_0000L);
     }
 
+    /**
+     * A taken word 16 bytes before the ring's end (a process that maps the queue wrote it there,
+     * behind padding of a length no sender writes) has its connection field in the ring's last 8
+     * bytes: the receiver names it by that connection, as any taken record, and not by its owner tag
+     * alone, which only a field past the ring calls for.
+     */
+    @Test
+    void aTakenWordSixteenBytesBeforeTheRingsEndNamesItsConnectionFromTheRingsLastEightBytes() {
+        long capacity = receiver.capacity();
+        long record = sender.claim((int) capacity, 1);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + capacity - 16, ReceiveQueue.twoInts(-64, 0x0bad_cafe));
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + capacity - 8, 0x0bad_cafe_0000_0009L);
+        sender.commit(record, (int) capacity - 16, ReceiveQueue.PAD);
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.headPosition()).isEqualTo(capacity - 16);
+        assertThat(receiver.blockedConnection()).isEqualTo(0x0bad_cafe_0000_0009L);
+    }
+
     /** Named-up-to is the end of a claim whose record is taken: never behind the shared head, never past the tail. */
     @Test
     void aNamedUpToOutsideTheHeadAndTheTailIsHeaderDamage() {
