@@ -638,6 +638,28 @@ class ReceiveQueueTest {
         assertThat(receiver.blockedConnection()).isEqualTo(0x0bad_cafe_0000_0009L);
     }
 
+    /**
+     * A dead sender's taken word in the last 8 bytes of a line (of the ring, here) is skipped as
+     * 8 bytes of padding, the room up to the next line: the receiver reads its own padding as
+     * padding, and reports no corruption for it. A length of 8 is a record's (the receiver accepts
+     * any multiple of 8), only shorter ones are none.
+     */
+    @Test
+    void aDeadTakenWordInALinesLastEightBytesIsSkippedAsEightBytesOfPaddingReadWithoutCorruption() {
+        long capacity = receiver.capacity();
+        long record = sender.claim((int) capacity, 1);
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + capacity - 8, ReceiveQueue.twoInts(-64, 0x0bad_cafe));
+        sender.commit(record, (int) capacity - 8, ReceiveQueue.PAD);
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.skipDeadClaim()).isTrue();
+        assertThat(memory.get(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + capacity - 8))
+                .isEqualTo(ReceiveQueue.twoInts(8, ReceiveQueue.PAD));
+        assertThat(drain()).isEmpty();
+        assertThat(receiver.headPosition()).isEqualTo(capacity);
+        assertThat(send(ReceiveQueue.MSG, 4, 64)).isNotNegative();
+        assertThat(drain()).containsExactly(4L);
+    }
+
     /** Named-up-to is the end of a claim whose record is taken: never behind the shared head, never past the tail. */
     @Test
     void aNamedUpToOutsideTheHeadAndTheTailIsHeaderDamage() {
