@@ -259,14 +259,14 @@ class IpcCacheEntryBoundTest {
     }
 
     /**
-     * Review 2026-12-07 (evidence, not yet fixed): an unmap that fails for the count leaves the count
-     * right. The trim unmaps inside its {@code computeIfPresent}; a plugin's close that throws there
-     * (a mapping still acquired: "Session is acquired by 1 clients") aborts the removal after
-     * {@code leaving()} took the entry out of the count, so the dead entry stays in Caffeine's map,
-     * and its later eviction takes it out of the count a second time: from then on the cache keeps
-     * one more unused chunk mapped than {@code ipc.cache.entries} allows, for the life of the
-     * Conduit. (The release that ran the trim, region B's close, also throws region A's failure;
-     * Caffeine's own eviction for {@code ipc.cache.bytes} logs such a failure and goes on.)
+     * An unmap that fails as the count evicts leaves the bound holding, and is not thrown into the
+     * release that made room. The trim unmapped inside its {@code computeIfPresent}: until 2026-12-07
+     * a plugin's close that threw there (a mapping still acquired: "Session is acquired by 1
+     * clients") aborted the removal after the entry had left the count, so the dead entry stayed in
+     * Caffeine's map and its later eviction took it out of the count a second time (from then on one
+     * more unused chunk stayed mapped than {@code ipc.cache.entries} allows), and the release that ran
+     * the trim, region B's close, threw region A's failure. Now the failure is logged, as Caffeine's
+     * own eviction for {@code ipc.cache.bytes} logs its listener's.
      */
     @Test
     void anUnmapThatFailsWhenTheCountEvictsLeavesTheBoundHolding() {
@@ -280,6 +280,7 @@ class IpcCacheEntryBoundTest {
         IpcCacheStats stats = conduit.ipcCacheStats();
         assertThat(stats.entries()).as("unused chunks kept under ipc.cache.entries=1 (B's close threw: %s)", bClose).isEqualTo(1);
         assertThat(stats.mappedBytes()).isEqualTo(CHUNK);
+        assertThat(bClose).as("B's close, which made room").isNull();
     }
 
     /** Imports {@code handle} and uses it more often than one import and one hit before its first release to 0, where it starts to weigh. */

@@ -374,6 +374,13 @@ class IpcCacheTest {
         if (!latch.await(1, TimeUnit.MINUTES)) throw new AssertionError("hang guard: waited a minute for this: " + what);
     }
 
+    /** Waits for {@code thread} to end, a minute at most: a hang guard, which fails the test saying what never ended. */
+    private static void hangGuard(Thread thread, String what) throws InterruptedException {
+        if (!thread.join(java.time.Duration.ofMinutes(1))) {
+            throw new AssertionError("hang guard: waited a minute for this to end: " + what + " (" + thread.getState() + ")");
+        }
+    }
+
     /** {@code future}'s result, a minute at most: a hang guard, which fails the test saying what never ended. */
     private static <T> T hangGuard(Future<T> future, String what) throws InterruptedException, ExecutionException {
         try {
@@ -442,19 +449,18 @@ class IpcCacheTest {
                 thrown[0] = t;
             }
         });
-        importer.join(10_000);
-        assertThat(importer.isAlive()).as("the import still waits for its own reservation: " + importer.getState()).isFalse();
+        hangGuard(importer, "the import that waits for its own reservation");
         assertThat(thrown[0]).isNotNull();
     }
 
     /**
-     * Review 2026-12-07 (evidence, not yet fixed): the same importer, its import made from a virtual
-     * thread, fails as it does from a platform thread. A virtual thread's miss runs the importer on a
-     * {@code conduit-await-N} thread (IpcImports.map, PlatformHandOff.blockingCall), while the
-     * reservation names the virtual thread as its mapper: the importer's import of its own chunk, on
-     * the await thread, is not recognized as the mapper's and waits for the reservation for ever,
-     * uninterruptibly, and the virtual thread waits for it. (When this fails, both threads stay
-     * stuck in this test JVM: nothing can end the wait.)
+     * The same importer, its import made from a virtual thread, fails as it does from a platform
+     * thread. A virtual thread's miss runs the importer on a {@code conduit-await-N} thread
+     * (IpcImports.map, PlatformHandOff.blockingCall): until 2026-12-07 the reservation named the
+     * virtual thread as its mapper, so the importer's import of its own chunk, on the await thread,
+     * was not recognized as the mapper's and waited for the reservation for ever, uninterruptibly,
+     * and the virtual thread waited for it. Now the platform thread says whom it acts for
+     * ({@code PlatformHandOff.actingFor}).
      */
     @Test
     void anImporterThatImportsItsOwnChunkAgainFailsAlsoWhenTheImportIsMadeOnAVirtualThread() throws Exception {
@@ -472,9 +478,7 @@ class IpcCacheTest {
                 thrown[0] = t;
             }
         });
-        importer.join(10_000);
-        assertThat(importer.isAlive()).as("the virtual thread's import still waits, its importer waiting for its own reservation")
-                .isFalse();
+        hangGuard(importer, "the virtual thread's import, its importer waiting for its own reservation");
         // From a platform thread: ConduitException "plugin 'inproc' failed in its importer's map(): ... imports the chunk it is mapping".
         assertThat(thrown[0]).hasMessageContaining("imports the chunk it is mapping");
     }
