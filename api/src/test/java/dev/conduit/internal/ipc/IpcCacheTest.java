@@ -10,6 +10,7 @@ import dev.conduit.internal.ThreadAllocation;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
+import dev.conduit.testing.HangGuard;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -374,13 +375,6 @@ class IpcCacheTest {
         if (!latch.await(1, TimeUnit.MINUTES)) throw new AssertionError("hang guard: waited a minute for this: " + what);
     }
 
-    /** Waits for {@code thread} to end, a minute at most: a hang guard, which fails the test saying what never ended. */
-    private static void hangGuard(Thread thread, String what) throws InterruptedException {
-        if (!thread.join(java.time.Duration.ofMinutes(1))) {
-            throw new AssertionError("hang guard: waited a minute for this to end: " + what + " (" + thread.getState() + ")");
-        }
-    }
-
     /** {@code future}'s result, a minute at most: a hang guard, which fails the test saying what never ended. */
     private static <T> T hangGuard(Future<T> future, String what) throws InterruptedException, ExecutionException {
         try {
@@ -449,7 +443,7 @@ class IpcCacheTest {
                 thrown[0] = t;
             }
         });
-        hangGuard(importer, "the import that waits for its own reservation");
+        HangGuard.join(importer, "the import that waits for its own reservation");
         assertThat(thrown[0]).isNotNull();
     }
 
@@ -478,7 +472,7 @@ class IpcCacheTest {
                 thrown[0] = t;
             }
         });
-        hangGuard(importer, "the virtual thread's import, its importer waiting for its own reservation");
+        HangGuard.join(importer, "the virtual thread's import, its importer waiting for its own reservation");
         // From a platform thread: ConduitException "plugin 'inproc' failed in its importer's map(): ... imports the chunk it is mapping".
         assertThat(thrown[0]).hasMessageContaining("imports the chunk it is mapping");
     }

@@ -1,5 +1,6 @@
 package dev.conduit.internal.threading;
 
+import dev.conduit.testing.HangGuard;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -90,7 +91,7 @@ class ThreadConfinementTest {
         closer.interrupt(); // the thread closing the Conduit is interrupted (an executor's shutdownNow)
         waitUntilItTookTheInterrupt(closer);
         release.countDown(); // the call under way ends, unless the close interrupted it
-        joinWithinHangGuard(closer, "the close");
+        HangGuard.join(closer, "the close");
         try {
             queued.get(HANG_GUARD.toSeconds(), TimeUnit.SECONDS); // made, or refused: either way it comes back
         } catch (ExecutionException refused) {
@@ -99,12 +100,6 @@ class ThreadConfinementTest {
             throw new AssertionError("the call queued behind the one under way never came back: " + queuedCaller.getState(), hung);
         }
         first.handle((r, e) -> r).get(HANG_GUARD.toSeconds(), TimeUnit.SECONDS);
-    }
-
-    /** Waits for {@code t} to end; one still running after {@link #HANG_GUARD} is a hang, not a slow run. */
-    private static void joinWithinHangGuard(Thread t, String what) throws InterruptedException {
-        t.join(HANG_GUARD.toMillis());
-        if (t.isAlive()) throw new AssertionError("hang guard: " + what + " never ended: " + t.getState());
     }
 
     /** Until {@code t}'s wait has thrown the interrupt and {@code t} waits again, or has ended. */

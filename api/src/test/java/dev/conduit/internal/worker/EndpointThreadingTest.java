@@ -10,6 +10,7 @@ import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.HangGuard;
 import dev.conduit.testing.InterruptRefusingThread;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -708,7 +709,7 @@ class EndpointThreadingTest {
         while (!plugin.transport().waiting && System.nanoTime() < deadline) Thread.onSpinWait();
         assertThat(plugin.transport().waiting).as("the plugin's thread sleeps in await").isTrue();
         awaiting.interrupt();
-        awaiting.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+        HangGuard.join(awaiting, "the interrupted await");
         assertThat(outcome.get()).as("what the interrupted await returned or threw").isEqualTo(true);
         assertThat(plugin.transport().overlaps).hasValue(0);
     }
@@ -1040,7 +1041,7 @@ class EndpointThreadingTest {
         } finally {
             plugin.transport().signalError = null;
             worker.signal();
-            user.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+            HangGuard.join(user, "the thread whose await a wake left");
         }
     }
 
@@ -1142,7 +1143,7 @@ class EndpointThreadingTest {
         waitUntilWaitingForTheRuntimeLock(awaiting);
         awaiting.interrupt();
         letGo.countDown();
-        awaiting.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+        HangGuard.join(awaiting, "the await whose relock failed");
         connecting.get(WAIT_SECONDS, TimeUnit.SECONDS);
 
         assertThat(awaitOutcome.get()).isInstanceOf(UnsupportedOperationException.class).hasMessageContaining("no interrupt of itself");
@@ -1183,8 +1184,8 @@ class EndpointThreadingTest {
         await(inTwosHandler);
         waitUntilAsleepInAwait(awaiting);
         sending.start();
-        awaiting.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
-        sending.join(TimeUnit.SECONDS.toMillis(WAIT_SECONDS));
+        HangGuard.join(awaiting, "the await that gave up its lock to a deadlock");
+        HangGuard.join(sending, "the send of the deadlock's other thread");
 
         assertThat(connectOutcome.get()).as("the connect that was not refused").isNull();
         assertThat(progressOutcome.get()).isInstanceOf(IllegalStateException.class)
