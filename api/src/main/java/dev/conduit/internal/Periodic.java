@@ -1,7 +1,6 @@
 package dev.conduit.internal;
 
 import dev.conduit.spi.BestEffortLog;
-import dev.conduit.spi.Cleanup;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
@@ -62,8 +61,7 @@ public final class Periodic implements AutoCloseable {
                 if (!task.getAsBoolean()) return;
             } catch (RuntimeException | Error e) {
                 // A plugin's Error (a class it misses) too: ended by it, the thread would do no round again for good.
-                if (Cleanup.isTheJvmsOwn(e)) throw e;
-                BestEffortLog.warn(log, () -> name + ": a round failed; trying again next interval", e);
+                BestEffortLog.warnUnlessTheJvmsOwn(log, () -> name + ": a round failed; trying again next interval", e);
             }
         }
     }

@@ -1861,8 +1861,7 @@ public final class ShmTransport implements Transport {
      * stderr, and the unmap after a failed free never ran. The JVM's own ({@link Cleanup#isTheJvmsOwn}) goes on up.
      */
     private void warnOfAMappingThreadStep(Throwable failure, java.util.function.Supplier<String> message) {
-        if (failure instanceof Error error && Cleanup.isTheJvmsOwn(error)) throw error;
-        warnBestEffort(message, failure);
+        BestEffortLog.warnUnlessTheJvmsOwn(context.logger(), message, failure);
     }
 
     /**

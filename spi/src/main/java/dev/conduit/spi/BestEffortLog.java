@@ -31,6 +31,21 @@ public final class BestEffortLog {
     }
 
     /**
+     * Logs at WARNING a {@code failure} its caller takes and goes on from, where nobody waits for
+     * the step that failed (an eviction's unmap, a periodic round, a background free): a plugin's
+     * exception or {@link Error} alike (a class it misses), for an {@code Error} let through would
+     * end the step's thread or its caller's work for good. The JVM's own
+     * ({@link Cleanup#isTheJvmsOwn}) is rethrown instead of logged. (Public since SPI 1.1.)
+     *
+     * @return whether the logger took it
+     * @throws VirtualMachineError {@code failure}, when it is the JVM's own
+     */
+    public static boolean warnUnlessTheJvmsOwn(System.Logger logger, Supplier<String> message, Throwable failure) {
+        if (Cleanup.isTheJvmsOwn(failure)) throw (VirtualMachineError) failure;
+        return warn(logger, message, failure);
+    }
+
+    /**
      * Logs {@code message} (and {@code thrown}, when not null) at {@code level}, or nothing when
      * making or logging it fails.
      *

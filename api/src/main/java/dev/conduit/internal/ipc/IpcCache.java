@@ -731,8 +731,7 @@ public final class IpcCache implements AutoCloseable {
         try {
             unmap(e, cause);
         } catch (RuntimeException | Error failure) {
-            if (Cleanup.isTheJvmsOwn(failure)) throw failure;
-            BestEffortLog.warn(LOG, () -> "IPC cache: " + e.plugin + " could not unmap export " + Long.toHexString(e.exportId)
+            BestEffortLog.warnUnlessTheJvmsOwn(LOG, () -> "IPC cache: " + e.plugin + " could not unmap export " + Long.toHexString(e.exportId)
                     + " (" + e.length + " bytes) that the cache evicted (" + cause + "): " + failure
                     + "; the plugin's mapping may stay until the process exits", failure);
         }
