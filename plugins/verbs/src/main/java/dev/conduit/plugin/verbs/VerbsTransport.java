@@ -268,12 +268,6 @@ final class VerbsTransport implements Transport {
                         + unreachable + ", and peers connect to the address it sets: set an address of this host that peers reach, "
                         + "or leave it empty for the default");
             }
-            if (configured.indexOf('%') >= 0) {
-                throw new ConduitException("verbs: " + VerbsConfig.WIREUP_ADDRESS.nameAndVariable() + " is '" + configured + "', a scoped "
-                        + "IPv6 address, whose scope names an interface of this host and means nothing on a peer's, and peers connect to "
-                        + "the address it sets: set an address of this host that peers reach, without a scope, or leave it empty for "
-                        + "the default");
-            }
             return configured;
         }
         Inet4Address roce = WireFormat.ipv4Of(domain.gid());

@@ -88,7 +88,10 @@ final class WireFormat {
     static final int MAX_QPN = 0xFF_FFFF;
     /** The most RDMA READs and atomics in flight a queue pair can be given: {@code max_rd_atomic} and {@code max_dest_rd_atomic} are u8. */
     static final int MAX_READ_DEPTH = 255;
-    /** Longest {@code wireup.host} in an address: an IPv6 literal is at most 45 characters, and a scope id may follow. */
+    /**
+     * Longest {@code wireup.host} in an address, a bound of the format: an IPv6 literal is at most
+     * 45 characters (a scope id, which would follow, is refused: {@link #whyNoPeerConnectsTo}).
+     */
     static final int MAX_HOST = 64;
     /**
      * An address's bytes before {@code wireup.host}: version, token, port, link layer, LID, GID, MTU, receive buffers, buffer
@@ -313,9 +316,14 @@ final class WireFormat {
     /**
      * Why no peer can connect to {@code host}, an IP literal, as the wire-up listener of the host
      * that announces it, or {@code null} when one can: the wildcard, which listens on every
-     * interface but, connected to, is the connector's own host; or a multicast group, no host at all.
+     * interface but, connected to, is the connector's own host; a multicast group, no host at all;
+     * or a scoped IPv6 address, whose scope is an interface of the host that announces it and, taken
+     * by the connector as one of its own, means nothing there, or another interface.
      */
     static String whyNoPeerConnectsTo(String host) {
+        if (host.indexOf('%') >= 0) {
+            return "a scoped IPv6 address, whose scope names an interface of the host that announces it and means nothing on a peer's";
+        }
         InetAddress address = InetAddress.ofLiteral(host);
         if (address.isAnyLocalAddress()) {
             return "the wildcard address, which a peer connects to as its own host";

@@ -1181,7 +1181,7 @@ class LoopbackTransportTest {
     void aScopedIpv6WireupAddressIsRefusedAtOpenNamingTheKey() {
         assertThatThrownBy(() -> peer("verbs.wireup.address", "fe80::1%1")).isInstanceOf(ConduitException.class)
                 .hasMessageContaining("verbs.wireup.address (CONDUIT_VERBS_WIREUP_ADDRESS) is 'fe80::1%1', a scoped IPv6 address")
-                .hasMessageContaining("set an address of this host that peers reach, without a scope");
+                .hasMessageContaining("set an address of this host that peers reach");
     }
 
     /**

@@ -55,11 +55,13 @@ class WireFormatTest {
      * announces it (its {@code verbs.wireup.address} set to listen on every interface) is taken at its
      * word, and the connect fails with "cannot reach the peer's wire-up listener 0.0.0.0:…" blaming a
      * firewall, or reaches another process's listener on this host. Refused naming the field, as a
-     * name is, and so is a multicast group (until 2026-12-07 both decoded).
+     * name is, and so is a multicast group (until 2026-12-07 both decoded), and a scoped IPv6
+     * address, whose scope is an interface of the announcing host that the connector would take as
+     * one of its own (until 2026-12-07 it decoded).
      */
     @Test
-    void aWildcardWireupHostIsRefusedNamingTheField() {
-        for (String unreachable : new String[] {"0.0.0.0", "0", "::", "224.0.0.1", "ff02::1"}) {
+    void aWildcardMulticastOrScopedWireupHostIsRefusedNamingTheField() {
+        for (String unreachable : new String[] {"0.0.0.0", "0", "::", "224.0.0.1", "ff02::1", "fe80::1%1", "fe80::1%0"}) {
             assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, unreachable, 1).encode())))
                     .as(unreachable).isEqualTo("address.verbs.wireup.host");
         }
