@@ -2621,16 +2621,14 @@ public final class ShmTransport implements Transport {
         // it covers every large message posted before it (posted only after the wait, its ring was freed at once).
         for (ShmEndpoint ep : remaining) ep.postHeldBeforeTheWorkerCloses();
         awaitPeersReading(remaining, deadline);
-        int refused = 0;
+        int[] refused = {0};
         for (ShmEndpoint ep : remaining) {
-            try {
-                if (ep.closeWithWorker()) refused++;
-            } catch (RuntimeException e) {
-                failure = add(failure, e);
-            }
+            failure = Cleanup.collect(failure, () -> {
+                if (ep.closeWithWorker()) refused[0]++;
+            });
         }
-        if (refused > 0) {
-            int n = refused;
+        if (refused[0] > 0) {
+            int n = refused[0];
             warnBestEffort(() -> plugin + ": closed " + n + " connections that their peer workers had refused; each dropped what "
                     + "was sent on it from its refusal on (its progress() named the reason)");
         }
@@ -2639,11 +2637,8 @@ public final class ShmTransport implements Transport {
             kept = inbound.keys();
         }
         for (long connection : kept) {
-            try {
-                giveBackConnection(connection, false); // nothing, if the owner's call still under way forgot it meanwhile
-            } catch (RuntimeException e) {
-                failure = add(failure, e);
-            }
+            // nothing, if the owner's call still under way forgot it meanwhile
+            failure = Cleanup.collect(failure, () -> giveBackConnection(connection, false));
         }
         List<ChunkMapping> keptRings = new ArrayList<>();
         synchronized (handOff) {
@@ -2658,13 +2653,7 @@ public final class ShmTransport implements Transport {
             }
             keepingRings.clear();
         }
-        for (ChunkMapping mapping : keptRings) {
-            try {
-                mapping.close();
-            } catch (RuntimeException e) {
-                failure = add(failure, e);
-            }
-        }
+        for (ChunkMapping mapping : keptRings) failure = Cleanup.collect(failure, mapping::close);
         // The unmaps handed over to the mapping thread (forgotten connections' rings, released endpoints' mappings of
         // their peers' queues): the shutdown above dropped those not begun, and one under way there is waited for. Handed over only while the worker was open, so that none comes after this.
         if (mappingThread != null) mappingThread.unmapHandedOver();
@@ -2682,26 +2671,13 @@ public final class ShmTransport implements Transport {
         } catch (InternalError queueFault) {
             // Truncated under it, as above.
         }
-        try {
-            provider.free(queueChunk);
-        } catch (RuntimeException e) {
-            failure = add(failure, e);
-        }
-        try {
-            provider.close();
-        } catch (RuntimeException e) {
-            failure = add(failure, e);
-        }
-        try {
-            lease.close();
-        } catch (RuntimeException e) {
-            failure = add(failure, e);
-        }
-        try {
-            directory.close();
-        } catch (RuntimeException e) {
-            failure = add(failure, e);
-        }
+        // A step's failure, an Error of the provider too (one it rethrows from a release, a class missing out of
+        // descriptors), leaves the steps after it to run: the lease held past a close would keep every file of this
+        // worker from a cleaner for the process's life.
+        failure = Cleanup.collect(failure, () -> provider.free(queueChunk));
+        failure = Cleanup.collect(failure, provider::close);
+        failure = Cleanup.collect(failure, lease::close);
+        failure = Cleanup.collect(failure, directory::close);
         if (failure != null) throw failure;
     }
 

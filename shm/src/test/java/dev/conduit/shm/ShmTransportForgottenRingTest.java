@@ -3,6 +3,7 @@ package dev.conduit.shm;
 import dev.conduit.linux.Linux;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.IpcImporter;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.MessageSink;
@@ -28,6 +29,7 @@ import java.util.function.BooleanSupplier;
 
 import static dev.conduit.shm.ShmTransportLargeMessageTest.bytes;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 /**
  * The bounce ring of a connection the receiver forgot (its sender's CLOSE, its death, a refusal) is
@@ -326,6 +328,27 @@ class ShmTransportForgottenRingTest {
     }
 
     /**
+     * A worker's close whose free of its own queue throws an Error (out of descriptors, a provider
+     * misses a class; the posix provider rethrows one from its release) still closes the provider,
+     * releases the lease and closes the directory, and reports the Error as the close's failure.
+     * Until 2026-12-07 the close caught RuntimeExceptions alone: the Error left every later step
+     * undone, and the lease held for the process's life kept the worker's files from any cleaner.
+     */
+    @Test
+    void aWorkersCloseWhoseQueueFreeThrowsAnErrorStillReleasesItsLease() {
+        WatchedProvider memory = new WatchedProvider();
+        ShmTransport worker = transport(new Received(), memory, new InProcessMemory(), Long.MAX_VALUE, null);
+        Path lease = worker.ownLease().path();
+        assertThat(lease).as("the worker's lease, before its close").exists();
+        NoClassDefFoundError missing = new NoClassDefFoundError("Could not initialize class dev.example.Release");
+        memory.queueError = missing;
+        Throwable thrown = catchThrowable(worker::close);
+        memory.queueError = null;
+        assertThat(lease).as("the lease, once the close returned").doesNotExist();
+        assertThat(thrown).as("the close's failure").isInstanceOf(ConduitException.class).hasCause(missing);
+    }
+
+    /**
      * A worker connected to {@code peers} peers, whose queues its importer maps (watched), each
      * after a message sent; {@link #loseAll} closes the peers' workers.
      */
@@ -511,6 +534,8 @@ class ShmTransportForgottenRingTest {
         /** Thrown by a ring's free instead of freeing it, when set; {@link #errorThrown} once it was. */
         volatile Error error;
         volatile boolean errorThrown;
+        /** Thrown by the free of the worker's own queue (the first chunk) instead of freeing it, when set. */
+        volatile Error queueError;
 
         CountDownLatch holdFreesOffTheTestThread() {
             held = new CountDownLatch(1);
@@ -549,6 +574,8 @@ class ShmTransportForgottenRingTest {
 
         @Override
         public void free(Chunk chunk) {
+            Error queueErring = queueError;
+            if (queueErring != null && chunk == allocated.getFirst()) throw queueErring;
             RuntimeException failing = failure;
             if (failing != null && chunk != allocated.getFirst()) throw failing;
             Error erring = error;
