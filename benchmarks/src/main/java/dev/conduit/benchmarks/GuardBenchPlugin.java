@@ -4,6 +4,7 @@ import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.EndpointEvents;
+import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PluginContext;
@@ -13,6 +14,8 @@ import dev.conduit.spi.TransportContext;
 import dev.conduit.spi.TransportEndpoint;
 import dev.conduit.spi.Version;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import java.util.Objects;
 import java.util.Set;
@@ -33,6 +36,7 @@ public final class GuardBenchPlugin implements ConduitPlugin {
 
     private final String name;
     private final Set<ThreadMode> modes;
+    private final boolean delivers;
     private volatile CountingTransport lastOpened;
 
     /**
@@ -40,8 +44,22 @@ public final class GuardBenchPlugin implements ConduitPlugin {
      * @param modes the thread modes it declares
      */
     public GuardBenchPlugin(String name, Set<ThreadMode> modes) {
+        this(name, modes, false);
+    }
+
+    private GuardBenchPlugin(String name, Set<ThreadMode> modes, boolean delivers) {
         this.name = Objects.requireNonNull(name, "name");
         this.modes = Set.copyOf(modes);
+        this.delivers = delivers;
+    }
+
+    /**
+     * This plugin, whose transports deliver one message ({@link CountingTransport#MESSAGE_ID}, no
+     * header, an 8-byte payload) at every {@code progress()}: the runtime's dispatch to a handler,
+     * and what its policy adds around a call-back, are then part of each call.
+     */
+    public GuardBenchPlugin delivering() {
+        return new GuardBenchPlugin(name, modes, true);
     }
 
     /** Declares {@code SINGLE}, {@code SERIALIZED} and {@code MULTI}. */
@@ -76,7 +94,7 @@ public final class GuardBenchPlugin implements ConduitPlugin {
 
     @Override
     public String description() {
-        return "benchmark-only transport whose progress() does nothing but count calls";
+        return "benchmark-only transport whose progress() does nothing but count calls" + (delivers ? " and hand the runtime one message" : "");
     }
 
     @Override
@@ -96,19 +114,30 @@ public final class GuardBenchPlugin implements ConduitPlugin {
 
     @Override
     public Transport openTransport(TransportContext context) {
-        CountingTransport t = new CountingTransport();
+        CountingTransport t = new CountingTransport(delivers ? context.messageSink() : null);
         lastOpened = t;
         return t;
     }
 
     /**
-     * A transport whose {@link #progress()} increments a plain field and returns 0 (no events).
-     * The store keeps the call from being dead code; it is not atomic, which is fine for the
-     * one-thread benchmark even under {@code MULTI} pass-through.
+     * A transport whose {@link #progress()} increments a plain field and returns 0 (no events), or,
+     * given a sink, also hands it one message and returns 1. The store keeps the call from being
+     * dead code; it is not atomic, which is fine for the one-thread benchmark even under
+     * {@code MULTI} pass-through.
      */
     public static final class CountingTransport implements Transport {
+        /** The id of the message a delivering transport hands its sink at each progress. */
+        public static final int MESSAGE_ID = 1;
+
+        private static final MemorySegment PAYLOAD = Arena.global().allocate(Long.BYTES, Long.BYTES);
+
+        private final MessageSink sink;
         private long calls;
         private boolean closed;
+
+        CountingTransport(MessageSink sink) {
+            this.sink = sink;
+        }
 
         @Override
         public byte[] address() {
@@ -123,7 +152,9 @@ public final class GuardBenchPlugin implements ConduitPlugin {
         @Override
         public int progress() {
             calls++;
-            return 0;
+            if (sink == null) return 0;
+            sink.onMessage(MESSAGE_ID, MemorySegment.NULL, 0, 0, PAYLOAD, 0, Long.BYTES);
+            return 1;
         }
 
         /** How many times {@link #progress()} ran. */

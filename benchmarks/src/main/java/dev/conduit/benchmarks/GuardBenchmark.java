@@ -32,7 +32,10 @@ import java.util.concurrent.TimeUnit;
  * word, message-delivery context, in-transport count; this worker has one transport, which it
  * calls without a loop). Comparing the policies with each other
  * isolates the guards; comparing {@code OWNER_CHECK} with {@code direct} is the issue's target.
- * Results are returned, so JMH's Blackhole consumes them.
+ * Results are returned, so JMH's Blackhole consumes them. {@link #workerDelivering} has the
+ * transport hand the runtime one message at each call, which a handler counts: the guards then
+ * differ also by what they add around a call-back ({@code PASS_THROUGH} counts the threads inside
+ * handlers, which a close of the worker waits for).
  *
  * <table class="striped">
  * <caption>Cases ({@code policy} parameter of {@link #worker})</caption>
@@ -94,6 +97,10 @@ public class GuardBenchmark {
         /** Runs on the benchmark thread (thread-scoped state), which so owns a SINGLE worker. */
         @Setup(Level.Trial)
         public void open() {
+            open(false);
+        }
+
+        void open(boolean delivering) {
             ThreadMode mode = switch (policy) {
                 case OWNER_CHECK -> ThreadMode.SINGLE;
                 case OVERLAP_CHECK -> ThreadMode.SERIALIZED;
@@ -101,6 +108,7 @@ public class GuardBenchmark {
                 default -> throw new IllegalArgumentException("not benchmarked: " + policy);
             };
             plugin = policy == ThreadPolicy.RUNTIME_LOCK ? GuardBenchPlugin.serializedOnly() : GuardBenchPlugin.threadSafe();
+            if (delivering) plugin = plugin.delivering();
             conduit = Conduit.builder().discoverPlugins(false).addPlugin(plugin).build();
             worker = conduit.newWorker(mode);
             if (worker.threadPolicy() != policy) {
@@ -117,6 +125,34 @@ public class GuardBenchmark {
         }
     }
 
+    /**
+     * {@link WorkerState} whose transport delivers one message at each {@code progress()} to a
+     * handler that counts it: the guard's cost around a call-back (under {@code PASS_THROUGH}, the
+     * count of threads inside handlers that a close waits for) and the runtime's dispatch.
+     */
+    @State(Scope.Thread)
+    public static class DeliveringState {
+        @Param({"OWNER_CHECK", "OVERLAP_CHECK", "PASS_THROUGH", "RUNTIME_LOCK"})
+        public ThreadPolicy policy;
+
+        /** Not inherited: JMH would run the setup and tear-down of both classes. */
+        final WorkerState guarded = new WorkerState();
+        long handled;
+
+        @Setup(Level.Trial)
+        public void open() {
+            guarded.policy = policy;
+            guarded.open(true);
+            guarded.worker.onMessage(GuardBenchPlugin.CountingTransport.MESSAGE_ID, m -> handled++);
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            guarded.close();
+            if (handled == 0) throw new IllegalStateException("no message reached the handler");
+        }
+    }
+
     @Benchmark
     public int direct(DirectState s) {
         return s.transport.progress();
@@ -125,5 +161,10 @@ public class GuardBenchmark {
     @Benchmark
     public int worker(WorkerState s) {
         return s.worker.progress();
+    }
+
+    @Benchmark
+    public int workerDelivering(DeliveringState s) {
+        return s.guarded.worker.progress();
     }
 }
