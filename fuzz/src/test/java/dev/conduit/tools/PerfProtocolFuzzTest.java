@@ -203,7 +203,7 @@ class PerfProtocolFuzzTest {
                 if (honest.welcome.isEmpty()) break;
                 assertThat(honest.welcome).as("WELCOME's error to the next honest client").startsWith("busy with another client");
                 if (System.nanoTime() - start > ANSWER_WAIT_NANOS) {
-                    throw new AssertionError("the --keep server still busy with the hostile client; it said: " + serverErr);
+                    throw new AssertionError("the --keep server still busy with the hostile client; " + theServersState(honest));
                 }
                 honest.worker.await(Duration.ofMillis(5));
             }
@@ -220,6 +220,29 @@ class PerfProtocolFuzzTest {
             String ended = "session with pid " + ProcessHandle.current().pid() + " on " + host + " ended after 1 phases";
             honest.progressUntil(() -> serverErr.toString().contains(ended), "the end of the next honest client's session");
         }
+    }
+
+    /**
+     * What a client that waited in vain is told of the server: what it said, whether its thread still runs (where, if so)
+     * or what it threw, and how the client's endpoint to it failed, if it did ({@link Client#send} drops a message on a
+     * failed endpoint without a word). The server's lines alone could not tell a server that stopped, a client whose HELLO
+     * never left, and an answer that never came.
+     */
+    private static String theServersState(Client client) {
+        StringWriter state = new StringWriter();
+        PrintWriter out = new PrintWriter(state);
+        Throwable threw = serverThrew.get();
+        if (serverThread.isAlive()) {
+            out.println("its thread runs, at:");
+            for (StackTraceElement frame : serverThread.getStackTrace()) out.println("\tat " + frame);
+        } else {
+            out.println("its thread ended" + (threw == null ? ", having thrown nothing" : ", having thrown:"));
+            if (threw != null) threw.printStackTrace(out);
+        }
+        if (client.endpointFailure != null) out.println("this client's endpoint to it failed: " + client.endpointFailure);
+        out.print("it said: " + serverErr);
+        out.flush();
+        return state.toString();
     }
 
     /** This JVM's mappings of files in the shared directory, by path (the clients' are gone with them). */
@@ -451,7 +474,7 @@ class PerfProtocolFuzzTest {
         void progressUntil(BooleanSupplier done, String what) {
             long start = System.nanoTime();
             while (!done.getAsBoolean()) {
-                if (System.nanoTime() - start > ANSWER_WAIT_NANOS) throw new AssertionError("no " + what + " from the server; it said: " + serverErr);
+                if (System.nanoTime() - start > ANSWER_WAIT_NANOS) throw new AssertionError("no " + what + " from the server; " + theServersState(this));
                 if (worker.progress() == 0) worker.await(Duration.ofMillis(1));
             }
         }
