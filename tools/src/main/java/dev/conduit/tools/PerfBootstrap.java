@@ -270,8 +270,9 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 throw cannotPublish(file, text.length, e);
             }
             boolean held;
+            Object created = null;
             try {
-                Object created = fileKey(file);
+                created = fileKey(file);
                 meanwhile.run();
                 // Before the text: a complete file is then always one whose server holds its lock while it runs.
                 held = created != null && channel.tryLock() != null; // not held: another process judging it holds it, to remove it
@@ -295,8 +296,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 throw (RuntimeException) e;
             }
             if (held) {
-                PUBLISHED_HERE.add(file.toAbsolutePath().normalize());
-                return new Published(file, channel, replaced);
+                PUBLISHED_HERE.put(file.toAbsolutePath().normalize(), created);
+                return new Published(file, created, channel, replaced);
             }
             try {
                 channel.close(); // the name is not removed: it names no file of this server's any more, or another server's
@@ -324,8 +325,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 + file.getParent() + ". Give --shared-dir a directory of your own, not a run's");
     }
 
-    /** The files the servers of this JVM published and hold, as absolute paths. */
-    private static final Set<Path> PUBLISHED_HERE = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** The files the servers of this JVM published and hold, as absolute paths, each with its file's key (device and inode). */
+    private static final java.util.Map<Path, Object> PUBLISHED_HERE = new java.util.concurrent.ConcurrentHashMap<>();
 
     private static FileChannel create(Path file) throws IOException {
         return FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
@@ -385,7 +386,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         Path file = directory.path().resolve(name);
         // Not even opened when a server of this JVM holds it: closing any descriptor of a file drops every fcntl lock the
         // process holds on it, that server's too.
-        if (PUBLISHED_HERE.contains(file.toAbsolutePath().normalize())) return null;
+        if (PUBLISHED_HERE.containsKey(file.toAbsolutePath().normalize())) return null;
         // Only a regular file, reopened as a channel through the descriptor that was looked at: a device node there (a
         // container's root can make one) is never opened, its driver never asked (found by helper h35).
         Libc libc = Linux.libc();
@@ -449,16 +450,22 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
 
     /**
      * A published bootstrap file and the lock its server holds on it while it runs. {@link #close()} removes the file,
-     * then drops the lock; once, whichever of the server's end and its shutdown hook comes first.
+     * then drops the lock; once, whichever of the server's end and its shutdown hook comes first. It removes only the file
+     * it published ({@code key}): one another server published under the name after this one's was removed (by hand, by a
+     * program that cleans the directory) stays, for that server runs. Until 2026-12-07 the close removed the name whatever
+     * file it led to, and the running server's clients were told no perf server had published it
+     * ({@code PerfBootstrapTest#aServersCloseLeavesTheFileAnotherServerPublishedUnderItsNameOnceItsOwnWasRemoved}).
      *
+     * @param key      the published file's key (device and inode), as {@link java.nio.file.attribute.BasicFileAttributes#fileKey()} gives it
      * @param replaced whose file this one replaced ("pid 42 on host h": a server that is gone), or {@code null}
      */
-    record Published(Path file, FileChannel channel, String replaced) implements AutoCloseable {
+    record Published(Path file, Object key, FileChannel channel, String replaced) implements AutoCloseable {
         @Override
         public synchronized void close() {
             if (!channel.isOpen()) return;
             try {
-                Files.deleteIfExists(file);
+                // Not by opening it: closing any descriptor of the file would drop the lock before the file is gone.
+                if (key.equals(fileKey(file))) Files.deleteIfExists(file);
             } catch (IOException e) {
                 // best effort: the process is ending, and a file left unlocked is replaced by the next server
             }
@@ -467,7 +474,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
             } catch (IOException e) {
                 // the lock goes with the process anyway
             }
-            PUBLISHED_HERE.remove(file.toAbsolutePath().normalize());
+            PUBLISHED_HERE.remove(file.toAbsolutePath().normalize(), key);
         }
     }
 

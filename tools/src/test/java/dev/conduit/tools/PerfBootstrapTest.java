@@ -61,6 +61,27 @@ class PerfBootstrapTest {
     }
 
     /**
+     * A server's close removes only the file it published: one that another server published under the same name after
+     * this one's was removed (by hand, or by a program that cleans the shared directory) stays, for that server still
+     * runs. {@code Published.close} deleted the name, whatever file it named by then, and the running server's clients
+     * were told no perf server had published it.
+     */
+    @Test
+    void aServersCloseLeavesTheFileAnotherServerPublishedUnderItsNameOnceItsOwnWasRemoved() throws Exception {
+        Path file = PerfBootstrap.file(shared, "reused");
+        try (PerfBootstrap.Published first = bootstrap(41).publish(shared, "reused")) {
+            Files.delete(file);
+            try (PerfBootstrap.Published second = bootstrap(42).publish(shared, "reused")) {
+                first.close();
+
+                assertThat(file).as("the file of the server that still runs, once the first server closed").exists();
+                assertThat(PerfBootstrap.decode(Files.readAllBytes(file), file.toString(), "").pid()).isEqualTo(42);
+            }
+        }
+        assertThat(file).as("removed by the close of the server that published it").doesNotExist();
+    }
+
+    /**
      * A complete file nobody holds the lock on whose worker still holds its lease is a live server's of a Conduit before
      * 2026-12-04, which locked nothing: it stays, and the new server fails naming it, until that worker closes. A new
      * server of a rolling upgrade took it for a gone server's and replaced it, saying so; the older server went on
