@@ -68,6 +68,10 @@ final class PerfProtocol {
     static final int ACK = 0x7C14;
     static final int PUT_DONE = 0x7C15;
 
+    /** The longest host a HELLO names, in bytes: a DNS name's limit (Linux's own host names stop at 64). */
+    static final int MAX_HOST = 255;
+    /** The longest thread mode, wakeup or transport a HELLO names, in bytes: each a word of a few letters. */
+    static final int MAX_WORD = 64;
     /** The most characters of a reason that BYE or FAILED carries. */
     private static final int MAX_REASON = 2000;
 
@@ -103,8 +107,15 @@ final class PerfProtocol {
 
     /** HELLO's fields after its version, which the server reads first: a client of another version may lay out the rest otherwise. */
     record Hello(long pid, String host, String threadMode, String wakeup, String transport, byte[] regionHandle, byte[] workerAddress) {
+        /**
+         * Its words are no longer than any a conduit perf client sends: the server repeats the host in its lines and in the
+         * refusal of a second client, a control message that must stay small (a host of 1 MiB of control characters, six
+         * characters each as the lines show them, made that answer larger than an endpoint carries, and the second client
+         * was told nothing).
+         */
         static Hello read(Reader r) {
-            return new Hello(r.u64(), r.string(), r.string(), r.string(), r.string(), r.bytes(), r.bytes());
+            return new Hello(r.u64(), r.string(MAX_HOST, "its host"), r.string(MAX_WORD, "its thread mode"), r.string(MAX_WORD, "its wakeup"),
+                    r.string(MAX_WORD, "its transport"), r.bytes(), r.bytes());
         }
 
         /** The client as the server's lines name it: its host escaped, as its other fields are where they are shown. */
@@ -183,6 +194,13 @@ final class PerfProtocol {
 
         String string() {
             return new String(bytes(), StandardCharsets.UTF_8);
+        }
+
+        /** A string of at most {@code maxBytes} bytes, {@code field} naming it when it is longer. */
+        String string(int maxBytes, String field) {
+            byte[] b = bytes();
+            if (b.length > maxBytes) throw PerfProtocol.malformed(what, field + " is " + b.length + " bytes long, more than " + maxBytes);
+            return new String(b, StandardCharsets.UTF_8);
         }
 
         /** Whether fields follow: a later version may add them at the end, which an earlier one does not read. */

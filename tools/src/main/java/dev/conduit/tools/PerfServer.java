@@ -518,11 +518,12 @@ final class PerfServer {
     private void refuse(PerfProtocol.Reader r) {
         try {
             r.u8();
-            Endpoint other = worker.connect(WorkerAddress.fromBytes(PerfProtocol.Hello.read(r).workerAddress()));
-            other.send(PerfProtocol.WELCOME, new PerfProtocol.Writer().string("busy with another client (" + clientName + ")").segment());
-            long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
-            while (other.pending() > 0 && System.nanoTime() < deadline) worker.progress();
-            other.close();
+            // Closed whatever its send does: left open, it kept mapping the refused client's queue for as long as that lived.
+            try (Endpoint other = worker.connect(WorkerAddress.fromBytes(PerfProtocol.Hello.read(r).workerAddress()))) {
+                other.send(PerfProtocol.WELCOME, new PerfProtocol.Writer().string("busy with another client (" + clientName + ")").segment());
+                long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+                while (other.pending() > 0 && System.nanoTime() < deadline) worker.progress();
+            }
         } catch (RuntimeException e) {
             err.println("conduit perf server: could not turn away a second client: " + e.getMessage());
         }

@@ -531,6 +531,25 @@ class PerfServerTest {
     }
 
     /**
+     * A HELLO whose host is longer than any host name starts no session: the server says the HELLO is malformed, naming
+     * the field, and serves the next client. The server repeats the host in its lines and in its refusal of a second
+     * client, a control message that must stay small: until 2026-12-07 such a HELLO was served, and a host of 1 MiB of
+     * control characters (six characters each as the lines show them) made the busy answer 6 MiB, more than the server's
+     * endpoint carries; the send threw, a second client was told nothing, and the endpoint the refusal had connected
+     * stayed open, mapping that client's queue.
+     */
+    @Test
+    void aHelloNamingAHostLongerThanAnyHostNameStartsNoSessionAndTheNextClientIsServed() throws Exception {
+        againstAKeepServer("a HELLO naming a host of 1 MiB", (hostile, serverErr) -> {
+            int said = serverErr.getBuffer().length();
+            hostile.sayHelloAs("\u0001".repeat(1 << 20));
+            hostile.progressUntil(() -> serverErr.getBuffer().indexOf("could not start a session", said) >= 0, "the server's refusal");
+            assertThat(serverErr.getBuffer().substring(said)).contains("could not start a session: malformed HELLO message from the perf "
+                    + "peer: its host is 1048576 bytes long, more than " + PerfProtocol.MAX_HOST);
+        });
+    }
+
+    /**
      * A conduit perf client that a --keep server turns away while it serves another fails with the server's words: the
      * session was refused, and why.
      */
@@ -1054,6 +1073,13 @@ class PerfServerTest {
                 if (welcome.more()) sessionHeader = new PerfProtocol.Writer().u64(welcome.u64()).segment();
             }
             return error;
+        }
+
+        /** Sends a HELLO naming {@code host} as this client's host, without waiting for its WELCOME. */
+        void sayHelloAs(String host) {
+            ep.send(PerfProtocol.HELLO, new PerfProtocol.Writer().u8(PerfProtocol.VERSION).u64(ProcessHandle.current().pid()).string(host)
+                    .string(ThreadMode.SINGLE.name()).string(PerfPlan.Wakeup.BUSY.label()).string(ep.transport())
+                    .bytes(region.exportHandle()).bytes(worker.address().toBytes()).segment());
         }
 
         /** Sends a HELLO of this version without waiting for its WELCOME. */
