@@ -5,6 +5,7 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.Region;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.BytesStore;
+import net.openhft.chronicle.bytes.RandomDataInput;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -14,6 +15,8 @@ import java.lang.foreign.ValueLayout;
 import java.nio.BufferOverflowException;
 import java.nio.BufferUnderflowException;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -63,6 +66,47 @@ class ChronicleViewsTest {
         assertThat(bytes.read8bit()).isEqualTo("plain");
         assertThat(bytes.readLong(100)).as("random access sees the segment's write").isEqualTo(42L);
         assertThat(ChronicleViews.store(region).readLong(100)).isEqualTo(42L);
+    }
+
+    /**
+     * Bytes written from a view to a later offset of the same region, overlapping where they came
+     * from (a record shifted right to make room before it), arrive as they were, as on Chronicle's
+     * own store (a memmove), whether the source is the same view, another view of the region, or a
+     * Chronicle store at the region's address ({@code BytesStore.wrap(address, size)}). Until
+     * 2026-12-07 a {@code Bytes} source was copied forward 8 bytes at a time, each word read after
+     * the one before overwrote it: the region held its first 8 bytes repeated.
+     */
+    @Test
+    void aRangeWrittenFromAViewToALaterOverlappingOffsetOfTheSameRegionArrivesIntact() {
+        Region region = region(64);
+        Bytes<Void> chronicles = Bytes.allocateDirect(64);
+        Bytes<Void> sameView = ChronicleViews.bytes(region);
+        Bytes<Void> otherView = ChronicleViews.bytes(region);
+        BytesStore<?, ?> atTheRegionsAddress = BytesStore.wrap(region.segment().address(), 64);
+        byte[] shifted = new byte[64];
+        for (int i = 0; i < 64; i++) shifted[i] = (byte) (i < 8 || i >= 48 ? i : i - 8);
+        try {
+            for (int i = 0; i < 64; i++) chronicles.writeByte(i, (byte) i);
+            chronicles.write(8, chronicles, 0, 40);
+            byte[] onChronicles = new byte[64];
+            for (int i = 0; i < 64; i++) onChronicles[i] = chronicles.readByte(i);
+            assertThat(onChronicles).as("Chronicle's own store").containsExactly(shifted);
+        } finally {
+            chronicles.releaseLast();
+        }
+        Map<String, RandomDataInput> sources = new LinkedHashMap<>();
+        sources.put("the same view", sameView);
+        sources.put("another view", otherView);
+        sources.put("Chronicle's store at the region's address", atTheRegionsAddress);
+        try {
+            sources.forEach((what, source) -> {
+                for (int i = 0; i < 64; i++) sameView.writeByte(i, (byte) i);
+                sameView.write(8, source, 0, 40);
+                assertThat(region.segment().toArray(ValueLayout.JAVA_BYTE)).as("the region, from %s", what).containsExactly(shifted);
+            });
+        } finally {
+            atTheRegionsAddress.releaseLast();
+        }
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.conduit.chronicle.internal;
 
+import net.openhft.chronicle.bytes.AbstractBytes;
 import net.openhft.chronicle.bytes.BytesStore;
 import net.openhft.chronicle.bytes.BytesUtil;
 import net.openhft.chronicle.bytes.RandomDataInput;
@@ -527,18 +528,58 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
         MemorySegment.copy(MemorySegment.ofBuffer(bytes.duplicate().clear()), offset, target, at(offsetInRDO, length), length);
     }
 
+    /**
+     * Copies as {@code memmove} does, whatever the source: a range of the same memory arrives as it
+     * was even where it overlaps the target (a record shifted right to make room before it). Only a
+     * source over the same memory can overlap: a store of Conduit's (this one, another view of the
+     * memory, or one under a Chronicle {@code Bytes}, which is what Chronicle passes), copied segment
+     * to segment, or a Chronicle store with an address (one wrapping a {@code ByteBuffer} of the
+     * region's segment), copied from its top down when the target is later in memory. Until
+     * 2026-12-07 a {@code Bytes} source was copied forward 8 bytes at a time, so its first 8 bytes
+     * came out repeated (ChronicleViewsTest#aRangeWrittenFromAViewToALaterOverlappingOffsetOfTheSameRegionArrivesIntact).
+     */
     @Override
     public SegmentBytesStore write(long writeOffset, RandomDataInput bytes, long readOffset, long length) {
         MemorySegment target = w();
         long to = at(writeOffset, length);
-        if (bytes instanceof SegmentBytesStore other) {
-            MemorySegment.copy(other.m(), other.at(readOffset, length), target, to, length);
-            return this;
+        SegmentBytesStore store = segmentStoreOf(bytes);
+        if (store != null) {
+            MemorySegment.copy(store.m(), store.at(readOffset, length), target, to, length);
+        } else if (overlapsBelow(bytes, readOffset, target, to, length)) {
+            long i = length;
+            for (; i >= 8; i -= 8) target.set(LONG, to + i - 8, bytes.readLong(readOffset + i - 8));
+            for (; i > 0; i--) target.set(ValueLayout.JAVA_BYTE, to + i - 1, bytes.readByte(readOffset + i - 1));
+        } else {
+            long i = 0;
+            for (; i + 8 <= length; i += 8) target.set(LONG, to + i, bytes.readLong(readOffset + i));
+            for (; i < length; i++) target.set(ValueLayout.JAVA_BYTE, to + i, bytes.readByte(readOffset + i));
         }
-        long i = 0;
-        for (; i + 8 <= length; i += 8) target.set(LONG, to + i, bytes.readLong(readOffset + i));
-        for (; i < length; i++) target.set(ValueLayout.JAVA_BYTE, to + i, bytes.readByte(readOffset + i));
         return this;
+    }
+
+    /**
+     * The store of Conduit's that {@code source} reads, or {@code null}: the source itself, or the
+     * store under a Chronicle {@code Bytes} ({@link AbstractBytes} reads its store at the offset it
+     * is given, so the source's offsets are the store's).
+     */
+    private static SegmentBytesStore segmentStoreOf(RandomDataInput source) {
+        if (source instanceof SegmentBytesStore store) return store;
+        if (source instanceof AbstractBytes<?> bytes && bytes.bytesStore() instanceof SegmentBytesStore store) return store;
+        return null;
+    }
+
+    /**
+     * Whether {@code length} bytes of a source with an address, from {@code readOffset}, start
+     * below the target's {@code to} and reach it, so that a forward copy would overwrite bytes
+     * before it read them. Only an address says where a source's memory is: Conduit's own stores
+     * have none ({@link #segmentStoreOf} takes them), and the rest are Chronicle's heap stores,
+     * which share no memory with a native target.
+     */
+    private static boolean overlapsBelow(RandomDataInput source, long readOffset, MemorySegment target, long to, long length) {
+        if (length == 0 || !target.isNative() || !source.isDirectMemory()) return false;
+        long from = source.addressForRead(readOffset);
+        long into = target.address() + to;
+        return from < into && into < from + length;
     }
 
     @Override
