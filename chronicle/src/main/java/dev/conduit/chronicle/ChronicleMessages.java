@@ -43,7 +43,8 @@ import java.util.Objects;
 public final class ChronicleMessages {
 
     private final SegmentBytesStore sendStore;
-    private final Bytes<Void> sendBytes;
+    /** Replaced only after a marshallable released it ({@link #encode}). */
+    private Bytes<Void> sendBytes;
     private final SegmentBytesStore receiveStore;
     /** Replaced only after a handler released it ({@link #open}). */
     private Bytes<Void> receiveBytes;
@@ -81,7 +82,11 @@ public final class ChronicleMessages {
      *                               (Chronicle's overflow, or the exception Chronicle wrapped it in,
      *                               is its cause); nothing is sent. An overflow that Chronicle did
      *                               not throw (of a {@code ByteBuffer} of the marshallable's own,
-     *                               say) is not the view's: it reaches the caller as it was
+     *                               say) is not the view's: it reaches the caller as it was;
+     *                               and when the marshallable released the view it was given
+     *                               ({@code unchecked(true)}, which releases the {@code Bytes} it
+     *                               is called on and returns another, or {@code releaseLast()}):
+     *                               what it wrote is not the view's to send, and nothing is sent
      */
     public long send(Endpoint endpoint, int id, MemorySegment header, WriteBytesMarshallable payload, long maxLength) {
         Objects.requireNonNull(payload, "payload");
@@ -104,12 +109,25 @@ public final class ChronicleMessages {
     private long encode(MemorySegment memory, long offset, long maxLength) {
         sendStore.point(memory, offset, maxLength);
         sendBytes.clear();
+        boolean released;
         try {
             marshalling.writeMarshallable(sendBytes);
         } catch (RuntimeException e) {
             if (!overflowed(e)) throw e;
             throw new IllegalStateException("the marshalled payload does not fit in maxLength " + maxLength
                     + " bytes; nothing was sent. Raise maxLength (at most the transport's payload limit)", e);
+        } finally {
+            // A released view would refuse every later send: a new one, allocated only after that.
+            released = sendBytes.refCount() == 0;
+            if (released) sendBytes = view(sendStore);
+        }
+        // unchecked(true) returns a Bytes with positions of its own: the released view's write position, 0, would send
+        // an empty payload in place of what was written.
+        if (released) {
+            throw new IllegalStateException("the marshallable released the sending view (unchecked(true) releases the Bytes "
+                    + "it is called on and returns another, whose write position this send cannot see; so does "
+                    + "releaseLast()); nothing was sent. Write through the Bytes writeMarshallable is given: its store "
+                    + "bounds every access, so unchecked(true) would spare little");
         }
         return sendBytes.writePosition();
     }

@@ -322,6 +322,36 @@ class ChronicleMessagesTest {
         assertThat(received).containsExactly(3L);
     }
 
+    /**
+     * A marshallable that writes through {@code unchecked(true)} of its view (Chronicle's way to skip
+     * the bounds checks, which releases the view it is called on and returns another with positions
+     * of its own) has its send refused, naming the release and what to do instead, and nothing
+     * reaches the peer; the next send, through a new view, arrives. Whatever the target: the
+     * endpoint's buffer (64), the record in the peer's queue (4 KiB), the bounce ring (16 KiB).
+     * Until 2026-12-07 the send went out as an empty payload, what the marshallable wrote dropped,
+     * and the released view stayed the instance's.
+     */
+    @Test
+    void aMarshallableWritingThroughAnUncheckedViewIsRefusedAndNothingReachesThePeer() {
+        connect();
+        ChronicleMessages out = new ChronicleMessages();
+        List<String> received = new ArrayList<>();
+        receiver.onMessage(QUOTE, m -> received.add(m.payloadSize() == 8 ? "long " + m.payloadLong(0) : m.payloadSize() + " bytes"));
+        long next = 0;
+        for (long maxLength : new long[] {64, 4096, 16384}) {
+            assertThatThrownBy(() -> out.send(endpoint, QUOTE, bytes -> ((Bytes<?>) bytes).unchecked(true).writeLong(-1), maxLength))
+                    .as("maxLength %d", maxLength).isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("the marshallable released the sending view (unchecked(true)")
+                    .hasMessageContaining("nothing was sent");
+            long sent = ++next;
+            out.send(endpoint, QUOTE, bytes -> bytes.writeLong(sent), maxLength);
+            progressUntil(() -> received.contains("long " + sent));
+        }
+        receiver.progress();
+        assertThat(received).as("what the receiver got of the unchecked writes and the sends after them")
+                .containsExactly("long 1", "long 2", "long 3");
+    }
+
     @Test
     void theSendingViewIsUnusableOnceTheSendReturned() {
         connect();
