@@ -13,7 +13,7 @@ import java.util.stream.Stream;
 /**
  * The child JVM of {@link TruncatedChunkTest}: allocates a posix region, takes a Chronicle view of
  * it, truncates the region's chunk file to 0 bytes (what any same-user peer may do to a posix
- * chunk), then makes one access through the view ({@code cas} or {@code read}, the argument after
+ * chunk), then makes one access through the view ({@code cas}, {@code cas-int} or {@code read}, the argument after
  * the shared directory) and prints {@code SURVIVED <what it threw>}. A JVM that dies of the
  * access's {@code SIGBUS} prints nothing after {@code TRUNCATED}.
  */
@@ -37,8 +37,11 @@ public final class TruncatedChunkPeer {
             System.out.println("TRUNCATED");
             System.out.flush();
             try {
-                if (args[1].equals("cas")) view.compareAndSwapLong(0, 0, 1);
-                else view.readLong(0);
+                switch (args[1]) {
+                    case "cas" -> view.compareAndSwapLong(0, 0, 1);
+                    case "cas-int" -> view.compareAndSwapInt(0, 0, 1);
+                    default -> view.readLong(0);
+                }
                 System.out.println("SURVIVED nothing thrown");
             } catch (Throwable t) {
                 System.out.println("SURVIVED " + t);

@@ -53,4 +53,10 @@ class TruncatedChunkTest {
     void aCompareAndSwapThroughAViewOfATruncatedChunkThrowsAndTheJvmLives() throws Exception {
         assertThat(run("cas")).startsWith("exit 0").contains("SURVIVED java.lang.InternalError");
     }
+
+    /** The int CAS reads its word first too (compareAndSwapInt, and testAndSetInt and writeMaxInt through it). */
+    @Test
+    void anIntCompareAndSwapThroughAViewOfATruncatedChunkThrowsAndTheJvmLives() throws Exception {
+        assertThat(run("cas-int")).startsWith("exit 0").contains("SURVIVED java.lang.InternalError");
+    }
 }
