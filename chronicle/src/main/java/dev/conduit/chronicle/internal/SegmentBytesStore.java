@@ -253,23 +253,43 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public int readVolatileInt(long offset) {
+        return getVolatileInt("readVolatileInt", offset);
+    }
+
+    @Override
+    public long readVolatileLong(long offset) {
+        return getVolatileLong("readVolatileLong", offset);
+    }
+
+    /** The volatile read of the raw bits, as Chronicle's default; here so that a misaligned one is said of this operation. */
+    @Override
+    public float readVolatileFloat(long offset) {
+        return Float.intBitsToFloat(getVolatileInt("readVolatileFloat", offset));
+    }
+
+    /** The volatile read of the raw bits, as Chronicle's default; here so that a misaligned one is said of this operation. */
+    @Override
+    public double readVolatileDouble(long offset) {
+        return Double.longBitsToDouble(getVolatileLong("readVolatileDouble", offset));
+    }
+
+    private int getVolatileInt(String operation, long offset) {
         MemorySegment s = m();
         long at = at(offset, 4);
         try {
             return (int) INT_ATOMIC.getVolatile(s, at);
         } catch (IllegalArgumentException e) {
-            throw misaligned("readVolatileInt", offset, 4, e);
+            throw misaligned(operation, offset, 4, e);
         }
     }
 
-    @Override
-    public long readVolatileLong(long offset) {
+    private long getVolatileLong(String operation, long offset) {
         MemorySegment s = m();
         long at = at(offset, 8);
         try {
             return (long) LONG_ATOMIC.getVolatile(s, at);
         } catch (IllegalArgumentException e) {
-            throw misaligned("readVolatileLong", offset, 8, e);
+            throw misaligned(operation, offset, 8, e);
         }
     }
 
@@ -326,24 +346,44 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public SegmentBytesStore writeOrderedInt(long offset, int value) {
+        return setReleaseInt("writeOrderedInt", offset, value);
+    }
+
+    @Override
+    public SegmentBytesStore writeOrderedLong(long offset, long value) {
+        return setReleaseLong("writeOrderedLong", offset, value);
+    }
+
+    /** The release store of the raw bits, as Chronicle's default; here so that a misaligned one is said of this operation. */
+    @Override
+    public SegmentBytesStore writeOrderedFloat(long offset, float value) {
+        return setReleaseInt("writeOrderedFloat", offset, Float.floatToRawIntBits(value));
+    }
+
+    /** The release store of the raw bits, as Chronicle's default; here so that a misaligned one is said of this operation. */
+    @Override
+    public SegmentBytesStore writeOrderedDouble(long offset, double value) {
+        return setReleaseLong("writeOrderedDouble", offset, Double.doubleToRawLongBits(value));
+    }
+
+    private SegmentBytesStore setReleaseInt(String operation, long offset, int value) {
         MemorySegment s = w();
         long at = at(offset, 4);
         try {
             INT_ATOMIC.setRelease(s, at, value);
         } catch (IllegalArgumentException e) {
-            throw misaligned("writeOrderedInt", offset, 4, e);
+            throw misaligned(operation, offset, 4, e);
         }
         return this;
     }
 
-    @Override
-    public SegmentBytesStore writeOrderedLong(long offset, long value) {
+    private SegmentBytesStore setReleaseLong(String operation, long offset, long value) {
         MemorySegment s = w();
         long at = at(offset, 8);
         try {
             LONG_ATOMIC.setRelease(s, at, value);
         } catch (IllegalArgumentException e) {
-            throw misaligned("writeOrderedLong", offset, 8, e);
+            throw misaligned(operation, offset, 8, e);
         }
         return this;
     }
@@ -368,24 +408,44 @@ public final class SegmentBytesStore extends AbstractBytesStore<SegmentBytesStor
 
     @Override
     public SegmentBytesStore writeVolatileInt(long offset, int value) {
+        return setVolatileInt("writeVolatileInt", offset, value);
+    }
+
+    @Override
+    public SegmentBytesStore writeVolatileLong(long offset, long value) {
+        return setVolatileLong("writeVolatileLong", offset, value);
+    }
+
+    /** The volatile store of the raw bits, as Chronicle's default; here so that a misaligned one is said of this operation. */
+    @Override
+    public SegmentBytesStore writeVolatileFloat(long offset, float value) {
+        return setVolatileInt("writeVolatileFloat", offset, Float.floatToRawIntBits(value));
+    }
+
+    /** The volatile store of the raw bits, as Chronicle's default; here so that a misaligned one is said of this operation. */
+    @Override
+    public SegmentBytesStore writeVolatileDouble(long offset, double value) {
+        return setVolatileLong("writeVolatileDouble", offset, Double.doubleToRawLongBits(value));
+    }
+
+    private SegmentBytesStore setVolatileInt(String operation, long offset, int value) {
         MemorySegment s = w();
         long at = at(offset, 4);
         try {
             INT_ATOMIC.setVolatile(s, at, value);
         } catch (IllegalArgumentException e) {
-            throw misaligned("writeVolatileInt", offset, 4, e);
+            throw misaligned(operation, offset, 4, e);
         }
         return this;
     }
 
-    @Override
-    public SegmentBytesStore writeVolatileLong(long offset, long value) {
+    private SegmentBytesStore setVolatileLong(String operation, long offset, long value) {
         MemorySegment s = w();
         long at = at(offset, 8);
         try {
             LONG_ATOMIC.setVolatile(s, at, value);
         } catch (IllegalArgumentException e) {
-            throw misaligned("writeVolatileLong", offset, 8, e);
+            throw misaligned(operation, offset, 8, e);
         }
         return this;
     }

@@ -156,6 +156,35 @@ class SegmentBytesStoreTest {
     }
 
     /**
+     * The floating-point volatile and ordered accesses are atomics a view has too: misaligned, each
+     * is refused naming the call made, as {@code compareAndSwapFloat/Double} and
+     * {@code addAndGetFloat/Double} are; aligned, each reads or writes the value's raw bits, as
+     * Chronicle's defaults do. Until 2026-12-07 they were Chronicle's defaults over the int and long
+     * accesses, and the message named those ("readVolatileLong at offset 4"), a call the caller
+     * never made.
+     */
+    @Test
+    void aMisalignedFloatingPointVolatileOrOrderedAccessIsNamedAsTheCallMade() {
+        SegmentBytesStore store = new SegmentBytesStore(Arena.ofAuto().allocate(64, 8), () -> true, "a Region of 64 bytes", true);
+        Map<String, ThrowingCallable> atomics = new LinkedHashMap<>();
+        atomics.put("readVolatileDouble", () -> store.readVolatileDouble(4));
+        atomics.put("readVolatileFloat", () -> store.readVolatileFloat(3));
+        atomics.put("writeVolatileDouble", () -> store.writeVolatileDouble(4, 1));
+        atomics.put("writeVolatileFloat", () -> store.writeVolatileFloat(3, 1));
+        atomics.put("writeOrderedDouble", () -> store.writeOrderedDouble(4, 1));
+        atomics.put("writeOrderedFloat", () -> store.writeOrderedFloat(3, 1));
+        atomics.forEach((operation, call) -> assertThatThrownBy(call).as(operation)
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("Chronicle view of a Region of 64 bytes: " + operation + " at offset "));
+
+        store.writeVolatileDouble(8, 1.5).writeOrderedDouble(16, -2.5).writeVolatileFloat(24, 3.5f).writeOrderedFloat(28, Float.NaN);
+        assertThat(store.readVolatileDouble(8)).isEqualTo(1.5);
+        assertThat(store.readDouble(16)).isEqualTo(-2.5);
+        assertThat(store.readVolatileFloat(24)).isEqualTo(3.5f);
+        assertThat(store.readInt(28)).isEqualTo(Float.floatToRawIntBits(Float.NaN));
+    }
+
+    /**
      * A store's {@code toString()} says what it views and whether that is closed, where Chronicle's
      * own stores print their bytes; the bytes are a call away, and a view's cursor prints them (and,
      * once closed, the exception: Chronicle's toString catches it). Neither throws.
