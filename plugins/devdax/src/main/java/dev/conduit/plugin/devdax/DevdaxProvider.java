@@ -24,6 +24,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Supplier;
 
 import static dev.conduit.linux.MmapFlags.PROT_READ;
 import static dev.conduit.linux.MmapFlags.PROT_WRITE;
@@ -310,7 +311,8 @@ final class DevdaxProvider implements MemoryProvider {
      * @throws IllegalStateException    if the provider is closed
      * @throws ConduitException         when the device has no free range that large, the range cannot be mapped
      *                                  ({@code ENXIO}: the device was disabled) or zeroed (a regular file truncated
-     *                                  meanwhile, or its file system full), or another provider took the device over;
+     *                                  meanwhile, or its file system full), the table cannot be read or written (the
+     *                                  file truncated below the metadata), or another provider took the device over;
      *                                  a failed allocation leaves no table entry and its range free
      */
     @Override
@@ -341,8 +343,11 @@ final class DevdaxProvider implements MemoryProvider {
                     device.kind() == Device.Kind.REGULAR_FILE, null), payload);
             live.add(chunk);
             // Last: the catches below give the range back, which must then have no entry in the table.
-            Layout.publish(metadata, geometry, offset, allocationId, size);
-            Layout.writeNextOffset(metadata, free.next());
+            onMetadata("allocate", () -> {
+                Layout.publish(metadata, geometry, offset, allocationId, size);
+                Layout.writeNextOffset(metadata, free.next());
+                return null;
+            });
             return chunk;
         } catch (ErrnoException e) {
             arena.close();
@@ -377,41 +382,79 @@ final class DevdaxProvider implements MemoryProvider {
         try {
             segment.fill((byte) 0);
         } catch (InternalError fault) {
-            if (!MappedMemoryFault.is(fault)) throw fault;
             long end = offset + segment.byteSize();
-            String range = "cannot zero [" + offset + ", " + end + ") of device " + device.describe() + ", just mapped: touching it faulted (SIGBUS)";
-            if (device.kind() == Device.Kind.DEVICE_DAX) throw new ConduitException(range + "; " + Device.UNBOUND, fault);
-            try {
-                checkFileStillCovers(end);
-            } catch (ConduitException check) {
-                check.addSuppressed(fault);
-                throw check;
-            }
-            throw new ConduitException(range + ", though the file still covers it: the file system that holds it could not "
-                    + "supply a page of the sparse file (full?). Free space there, or give the file its blocks up front "
-                    + "(fallocate -l " + geometry.size() + " " + device.path() + ")", fault);
+            throw faulted(libc, device, geometry, fault, "cannot zero [" + offset + ", " + end + ") of device " + device.describe()
+                    + ", just mapped: touching it faulted (SIGBUS)", end);
         }
+    }
+
+    /**
+     * What a fault ({@code SIGBUS}, which the JDK throws as an {@link InternalError}) on the device's
+     * memory below {@code end} means, said after {@code failed}: the device was disabled since it
+     * was mapped; the file was truncated below {@code end}; or, the file still covering it, the file
+     * system that holds it could not supply a page of the sparse file (full?). Any other
+     * {@code InternalError} is rethrown.
+     */
+    private static ConduitException faulted(Libc libc, Device device, Geometry geometry, InternalError fault, String failed,
+                                            long end) {
+        if (!MappedMemoryFault.is(fault)) throw fault;
+        if (device.kind() == Device.Kind.DEVICE_DAX) return new ConduitException(failed + "; " + Device.UNBOUND, fault);
+        try {
+            checkFileStillCovers(libc, device, geometry, end);
+        } catch (ConduitException check) {
+            ConduitException named = new ConduitException(failed + ": " + check.getMessage(), check.getCause());
+            named.addSuppressed(fault);
+            return named;
+        }
+        return new ConduitException(failed + ", though the file still covers it: the file system that holds it could not "
+                + "supply a page of the sparse file (full?). Free space there, or give the file its blocks up front "
+                + "(fallocate -l " + geometry.size() + " " + device.path() + ")", fault);
+    }
+
+    /**
+     * Runs {@code access} on the metadata mapping: a regular file truncated below the metadata, or
+     * on a full file system, makes it fault, which is named here ({@link #faulted}) instead of
+     * escaping as the JDK's bare {@code InternalError}. Every read and write of the header and the
+     * table goes through here.
+     *
+     * @param what what fails, after "cannot": "allocate", "free …", "close …"
+     */
+    private static <T> T onMetadata(Libc libc, Device device, Geometry geometry, String what, Supplier<T> access) {
+        try {
+            return access.get();
+        } catch (InternalError fault) {
+            throw faulted(libc, device, geometry, fault, "cannot " + what + ": touching the metadata of device " + device.describe()
+                    + " (its first " + geometry.dataOffset() + " bytes) faulted (SIGBUS)", geometry.dataOffset());
+        }
+    }
+
+    private <T> T onMetadata(String what, Supplier<T> access) {
+        return onMetadata(libc, device, geometry, what, access);
+    }
+
+    private void checkFileStillCovers(long end) {
+        checkFileStillCovers(libc, device, geometry, end);
     }
 
     /**
      * A regular file can be truncated under the lock (it is advisory), and touching a page past its
      * end would kill this process with {@code SIGBUS}; a device cannot shrink.
      */
-    private void checkFileStillCovers(long end) {
+    private static void checkFileStillCovers(Libc libc, Device device, Geometry geometry, long end) {
         if (device.kind() != Device.Kind.REGULAR_FILE) return;
         FileStatus status;
         try {
             status = libc.fstat(device.fd());
         } catch (ErrnoException e) {
             // Not a mapping failure, which the caller would report it as: without the size, a map might reach past the end.
-            throw new ConduitException("cannot check the size of device file " + device.describe() + " before mapping a chunk of it: "
-                    + e.getMessage() + "; refusing to map what may lie past its end (SIGBUS). Check the file system that holds it "
-                    + "(dmesg), then reopen the provider", e);
+            throw new ConduitException("cannot check the size of device file " + device.describe() + " before mapping or touching "
+                    + "more of it: " + e.getMessage() + "; refusing to touch what may lie past its end (SIGBUS). Check the file "
+                    + "system that holds it (dmesg), then reopen the provider", e);
         }
         if (status.size() < end) {
             throw new ConduitException("device file " + device.describe() + " was truncated to " + status.size() + " bytes while "
-                    + "this provider used it (it manages " + geometry.size() + "): refusing to map past its end, which would crash "
-                    + "this process with SIGBUS. Nothing else may write the file; restore its size or reopen the provider");
+                    + "this provider used it (it manages " + geometry.size() + "): refusing to touch it past its end, which would "
+                    + "crash this process with SIGBUS. Nothing else may write the file; restore its size or reopen the provider");
         }
     }
 
@@ -442,7 +485,8 @@ final class DevdaxProvider implements MemoryProvider {
      *                                  on its memory (the chunk then stays allocated, its exports revoked, and
      *                                  can be freed again)
      * @throws IllegalArgumentException if the chunk is not this provider's
-     * @throws ConduitException         if another provider took the device over; nothing changes
+     * @throws ConduitException         if another provider took the device over, or the table cannot be read or
+     *                                  written (the file truncated below the metadata); nothing changes
      */
     @Override
     public synchronized void free(Chunk chunk) {
@@ -452,7 +496,10 @@ final class DevdaxProvider implements MemoryProvider {
             throw new IllegalStateException(own + " was freed already");
         }
         ensureStillOwner("free " + own);
-        Layout.revoke(metadata, geometry, own.offset());
+        onMetadata("free " + own, () -> {
+            Layout.revoke(metadata, geometry, own.offset());
+            return null;
+        });
         own.mapping().close();
         live.remove(own);
         free.give(own.offset(), own.length());
@@ -473,20 +520,22 @@ final class DevdaxProvider implements MemoryProvider {
      * provider stays open: every chunk's exports are revoked and those that could be unmapped are
      * freed, but the metadata stays mapped and the device locked, since dropping the lock would let
      * another provider hand out memory this process still uses. It throws, and a later close tries
-     * again. If another provider took the device over (see {@link #allocate}), the table is left
-     * alone, everything here is released, and it throws naming both generations.
+     * again. If another provider took the device over (see {@link #allocate}), or the device file
+     * was truncated below the metadata, so that touching the table faults, the table is left alone,
+     * everything here is released, and it throws naming both generations, or the file's new size.
      *
      * @throws ConduitException if a chunk could not be unmapped (the provider is then still open), the device
-     *                          was taken over, or releasing the metadata or the descriptor failed
+     *                          was taken over, its file truncated below the metadata, or releasing the metadata
+     *                          or the descriptor failed
      */
     @Override
     public synchronized void close() {
         if (closed) return;
-        String takenOver = takenOver();
+        ConduitException tableLeft = whyTheTableIsLeftAlone();
         RuntimeException unmapFailure = null;
         for (DevdaxChunk chunk : List.copyOf(live)) {
+            if (tableLeft == null) tableLeft = revokeAtClose(chunk.offset());
             try {
-                if (takenOver == null) Layout.revoke(metadata, geometry, chunk.offset());
                 chunk.mapping().close();
                 live.remove(chunk);
                 free.give(chunk.offset(), chunk.length());
@@ -498,21 +547,23 @@ final class DevdaxProvider implements MemoryProvider {
         if (!live.isEmpty()) {
             throw new ConduitException("cannot close " + this + ": " + live.size() + " chunk(s) could not be unmapped ("
                     + unmapFailure.getMessage() + ": another thread is inside a native call on their memory). "
-                    + (takenOver == null ? "Their exports are revoked, but the" : "The") + " provider stays open and keeps the "
+                    + (tableLeft == null ? "Their exports are revoked, but the" : "The") + " provider stays open and keeps the "
                     + "device locked, so that no other provider hands out memory this process still uses: let those calls return, "
                     + "then close it again", unmapFailure);
         }
-        if (takenOver == null) {
-            for (Entry entry : adopted) Layout.revoke(metadata, geometry, entry.offset());
+        for (Entry entry : adopted) {
+            if (tableLeft == null) tableLeft = revokeAtClose(entry.offset());
         }
         adopted.clear();
         closed = true;
         RuntimeException failure = Cleanup.collect(null, metadataArena::close);
         failure = Cleanup.collect(failure, device::close);
-        if (takenOver != null) {
-            ConduitException tookOver = new ConduitException(takenOver + ". This provider was closed without writing the table");
-            if (failure != null) tookOver.addSuppressed(failure);
-            throw tookOver;
+        if (tableLeft != null) {
+            ConduitException left = new ConduitException(tableLeft.getMessage() + ". This provider was closed without writing the "
+                    + "table", tableLeft.getCause());
+            for (Throwable fault : tableLeft.getSuppressed()) left.addSuppressed(fault);
+            if (failure != null) left.addSuppressed(failure);
+            throw left;
         }
         if (failure != null) throw failure;
     }
@@ -543,9 +594,36 @@ final class DevdaxProvider implements MemoryProvider {
         }
     }
 
+    /**
+     * Why {@link #close()} must leave the table as it is: another provider took the device over, or the
+     * file was truncated below the metadata (reading the header faulted); {@code null} while it is
+     * this provider's to clear.
+     */
+    private ConduitException whyTheTableIsLeftAlone() {
+        try {
+            String takenOver = onMetadata("close " + this, this::takenOver);
+            return takenOver == null ? null : new ConduitException(takenOver);
+        } catch (ConduitException gone) {
+            return gone;
+        }
+    }
+
+    /** Clears the entry at {@code offset} for {@link #close()}: {@code null}, or why it could not (the file truncated meanwhile). */
+    private ConduitException revokeAtClose(long offset) {
+        try {
+            onMetadata("close " + this, () -> {
+                Layout.revoke(metadata, geometry, offset);
+                return null;
+            });
+            return null;
+        } catch (ConduitException gone) {
+            return gone;
+        }
+    }
+
     /** Fails, changing nothing, unless the table is still this provider's to write. */
     private void ensureStillOwner(String what) {
-        String takenOver = takenOver();
+        String takenOver = onMetadata(what, this::takenOver);
         if (takenOver != null) {
             throw new ConduitException("cannot " + what + ": " + takenOver);
         }

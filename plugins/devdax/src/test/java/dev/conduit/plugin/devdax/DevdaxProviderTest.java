@@ -28,6 +28,7 @@ import static dev.conduit.plugin.devdax.Fixtures.UNIT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 /** The provider over a file-backed device: allocation, export, free, close, and what it refuses. */
 class DevdaxProviderTest {
@@ -295,6 +296,63 @@ class DevdaxProviderTest {
             assertThat(Fixtures.readLong(device, Layout.TABLE_OFFSET + Layout.ENTRY_SIZE)).as("no table entry for the range").isZero();
             Fixtures.resize(device, 16 * MIB);
             assertThat(((DevdaxChunk) provider.allocate(UNIT)).offset()).as("the range is free again").isEqualTo(UNIT);
+        }
+    }
+
+    /**
+     * A device file truncated below its header, as another process with write access may (the lock
+     * is advisory), makes every read of the provider's header fault (SIGBUS). allocate and free
+     * check the owner there first, and until 2026-12-07 escaped as the JDK's bare InternalError,
+     * not the "was truncated" refusal a truncation past the header gets.
+     */
+    @Test
+    void aDeviceFileTruncatedBelowItsHeaderIsNamedByAllocateAndFree() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        DevdaxProvider provider = open(device);
+        try {
+            Chunk chunk = provider.allocate(UNIT);
+            Fixtures.resize(device, 0);
+            assertThatThrownBy(() -> provider.allocate(UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("cannot allocate: touching the metadata of device " + device)
+                    .hasMessageContaining("was truncated to 0 bytes")
+                    .hasMessageContaining("restore its size or reopen the provider");
+            assertThatThrownBy(() -> provider.free(chunk))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("cannot free " + chunk)
+                    .hasMessageContaining("was truncated to 0 bytes");
+        } finally {
+            provider.abandon(); // lets go without reading the header
+        }
+    }
+
+    /**
+     * Close reads the header first (was the device taken over?), which faults on a device file
+     * truncated below it: until 2026-12-07 close threw the JDK's bare InternalError before it
+     * released anything, and every later close the same. The descriptor, the device's lock and
+     * every mapping stayed for the JVM's life, so the remedy allocate gives for a truncated file,
+     * "reopen the provider", could not be followed: the reopen was refused, the lock held by this
+     * process.
+     */
+    @Test
+    void aProviderWhoseDeviceFileWasTruncatedToNothingStillLetsGoOfTheDeviceWhenClosed() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        DevdaxProvider provider = open(device);
+        try {
+            provider.allocate(UNIT);
+            Fixtures.resize(device, 0);
+            Throwable closing = catchThrowable(provider::close);
+            assertThat(Fixtures.descriptorsOn(device)).as("the device's descriptor, and with it the lock").isZero();
+            assertThat(Fixtures.mappingsOf(device)).as("the metadata and the chunk").isZero();
+            assertThat(closing).as("a refusal that names the file, not a fault")
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("device file " + device + " (alias 'pmem0') was truncated to 0 bytes")
+                    .hasMessageContaining("restore its size or reopen the provider")
+                    .hasMessageEndingWith("This provider was closed without writing the table");
+            Fixtures.resize(device, 16 * MIB);
+            open(device).close(); // the remedy: the lock is free
+        } finally {
+            provider.abandon(); // lets go without reading the header
         }
     }
 
