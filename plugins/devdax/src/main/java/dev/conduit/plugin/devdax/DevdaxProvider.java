@@ -134,7 +134,8 @@ final class DevdaxProvider implements MemoryProvider {
      *
      * @param sysfs     where device-DAX attributes are read
      * @param procLocks where the holder of a refused lock is looked up
-     * @throws ConduitException naming the device, the call, the errno and the key to set; nothing stays open or locked
+     * @throws ConduitException naming the device, the call, the errno and the key to set, or why the metadata cannot be
+     *                          written (the file truncated meanwhile, or its file system full); nothing stays open or locked
      */
     static DevdaxProvider open(Libc libc, PluginContext context, Sysfs sysfs, Path procLocks) {
         // Configuration first: a bad value fails before anything is opened.
@@ -153,7 +154,9 @@ final class DevdaxProvider implements MemoryProvider {
             try {
                 Mapper.Mapped mapped = mapMetadata(libc, device, geometry, arena);
                 SecureRandom random = new SecureRandom();
-                Start start = start(Layout.read(mapped.segment()), mapped.segment(), geometry, onStart, device, random);
+                // A format or reset writes every page of the table: a sparse file's full file system cannot supply them all.
+                Start start = onMetadata(libc, device, geometry, "start a provider",
+                        () -> start(Layout.read(mapped.segment()), mapped.segment(), geometry, onStart, device, random));
                 DevdaxProvider provider = new DevdaxProvider(libc, device, geometry, start, mapped, arena, random);
                 context.logger().log(INFO, () -> provider + ": " + device.size() + " bytes, alignment " + alignment + ", "
                         + mapped.describe() + ", generation " + start.generation() + ", " + start.what());
@@ -415,9 +418,9 @@ final class DevdaxProvider implements MemoryProvider {
      * Runs {@code access} on the metadata mapping: a regular file truncated below the metadata, or
      * on a full file system, makes it fault, which is named here ({@link #faulted}) instead of
      * escaping as the JDK's bare {@code InternalError}. Every read and write of the header and the
-     * table goes through here.
+     * table goes through here, the start's included.
      *
-     * @param what what fails, after "cannot": "allocate", "free …", "close …"
+     * @param what what fails, after "cannot": "allocate", "free …", "close …", "start a provider"
      */
     private static <T> T onMetadata(Libc libc, Device device, Geometry geometry, String what, Supplier<T> access) {
         try {

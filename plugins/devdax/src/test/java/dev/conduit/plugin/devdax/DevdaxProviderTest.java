@@ -356,6 +356,29 @@ class DevdaxProviderTest {
         }
     }
 
+    /**
+     * Writing a new layout touches every page of the table; a page of a sparse file that its file
+     * system cannot supply (full: a 1 GiB file at 4 KiB units on a tmpfs with 64 KiB left does
+     * this by hand), or that lies past a truncation, faults (SIGBUS), and until 2026-12-07 the open
+     * escaped as the JDK's bare InternalError, naming neither the file nor the cause, where a
+     * chunk's zeroing names both. Here the file loses all but its first page just before the metadata is
+     * mapped, so the header reads as blank and the format faults on the table's second page.
+     */
+    @Test
+    void aTableThatCannotBeWrittenIsNamedAtOpenAndLeavesNothingOpen() {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 64 * MIB); // 16384 units of 4 KiB: a table of 65 pages
+        Libc libc = FailingLibc.runningBefore("mmap", args -> (long) args[1] == 0,
+                () -> Fixtures.resize(device, PageSize.get()));
+        assertThatThrownBy(() -> DevdaxProvider.open(libc, Fixtures.device("pmem0", device, "devdax.file.align", "4k"), Sysfs.SYSTEM,
+                LockHolders.PROC_LOCKS))
+                .isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("cannot start a provider: touching the metadata of device " + device)
+                .hasMessageContaining("SIGBUS")
+                .hasMessageContaining("was truncated to " + PageSize.get() + " bytes");
+        assertThat(Fixtures.descriptorsOn(device)).isZero();
+        assertThat(Fixtures.mappingsOf(device)).isZero();
+    }
+
     /** A failed fstat here used to be reported as "cannot map", though nothing was mapped. */
     @Test
     void aFailingSizeCheckIsReportedAsSuchNotAsAMappingFailure() {
