@@ -102,12 +102,7 @@ final class Device implements AutoCloseable {
                     }
                     yield new Device(alias, path, fd, status, Kind.REGULAR_FILE, status.size(), PageSize.get());
                 }
-                default -> throw new ConduitException(path + " (alias '" + alias + "') is " + describeType(status.fileType())
-                        + ": the devdax plugin maps device-DAX character devices (/dev/daxX.Y) or regular files. "
-                        + (status.fileType() == FileStatus.S_IFBLK
-                        ? "A /dev/pmemN block device is fsdax: reconfigure the namespace as devdax (ndctl create-namespace "
-                        + "--mode=devdax), or put a file on a DAX file system and name that. "
-                        : "") + "Fix the alias in " + DevdaxConfig.DEVICES.nameAndVariable());
+                default -> throw notADevice(alias, path, status.fileType());
             };
         } catch (RuntimeException | Error e) {
             Cleanup.run(e, fd::close);
@@ -115,9 +110,35 @@ final class Device implements AutoCloseable {
         }
     }
 
+    /** The refusal of a path that is neither a device-DAX device nor a regular file, naming what it is. */
+    private static ConduitException notADevice(String alias, Path path, int fileType) {
+        return new ConduitException(path + " (alias '" + alias + "') is " + describeType(fileType)
+                + ": the devdax plugin maps device-DAX character devices (/dev/daxX.Y) or regular files. "
+                + (fileType == FileStatus.S_IFBLK
+                ? "A /dev/pmemN block device is fsdax: reconfigure the namespace as devdax (ndctl create-namespace "
+                + "--mode=devdax), or put a file on a DAX file system and name that. "
+                : "") + "Fix the alias in " + DevdaxConfig.DEVICES.nameAndVariable());
+    }
+
     private static ConduitException openFailure(Libc libc, String alias, Path path, boolean writable, ErrnoException e) {
+        // open(2) of a Unix socket fails with ENXIO, as does a device node without a device: only the file's type tells them apart.
+        if (e.errno() == Errno.ENXIO && isSocket(libc, path)) {
+            ConduitException socket = notADevice(alias, path, FileStatus.S_IFSOCK);
+            socket.addSuppressed(e);
+            return socket;
+        }
         return new ConduitException("cannot open device " + path + " (alias '" + alias + "'): " + e.getMessage() + "; "
                 + openRemedy(libc, path, writable, e), e);
+    }
+
+    /** Whether {@code path} leads to a Unix socket; {@code false} when that cannot be told, so that the errno speaks for itself. */
+    private static boolean isSocket(Libc libc, Path path) {
+        // O_PATH opens a socket, and anything else, without touching what is behind it.
+        try (FileDescriptor fd = libc.open(path.toString(), OpenFlags.O_PATH, 0)) {
+            return libc.fstat(fd).fileType() == FileStatus.S_IFSOCK;
+        } catch (ErrnoException unknown) {
+            return false;
+        }
     }
 
     /**

@@ -558,6 +558,25 @@ class DevdaxProviderTest {
                 .hasMessageContaining("subsystem 'mem'");
     }
 
+    /**
+     * open(2) of a Unix domain socket fails with ENXIO, the errno Device.openRemedy takes for a device node without a
+     * device behind it. Until 2026-12-07 an alias that leads to a socket (a path mistyped into a runtime directory) was
+     * told that "the device was disabled or its driver unbound" and to run daxctl enable-device, for a path that is no
+     * device at all; plugins.md says sockets are refused as such, as FIFOs and directories are.
+     */
+    @Test
+    void anAliasThatLeadsToASocketIsToldItIsNoDeviceNotThatADeviceWasDisabled() throws Exception {
+        Path socket = dir.resolve("a.sock");
+        try (var server = java.nio.channels.ServerSocketChannel.open(java.net.StandardProtocolFamily.UNIX)) {
+            server.bind(java.net.UnixDomainSocketAddress.of(socket));
+            assertThatThrownBy(() -> open(socket))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith(socket + " (alias 'pmem0') is a socket")
+                    .hasMessageNotContaining("daxctl enable-device")
+                    .hasMessageContaining("devdax.devices (CONDUIT_DEVDAX_DEVICES)");
+        }
+    }
+
     @Test
     void theProvidersDeviceComesFromTheConfiguredTable() {
         Path a = Fixtures.deviceFile(dir, "a.img", 16 * MIB);
