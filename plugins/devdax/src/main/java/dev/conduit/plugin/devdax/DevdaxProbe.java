@@ -24,8 +24,10 @@ import java.util.Map;
 /**
  * The devdax plugin's probe. Touches devices only to read them: it opens each one read-only, maps
  * its first unit read-only (asking for {@code MAP_SYNC}, to report whether the kernel accepts it),
- * reads the layout header, and looks the lock holder up in {@code /proc/locks}. It never takes
- * the lock, so probing cannot make a provider starting at the same moment fail.
+ * reads the layout header, and looks the lock holder up in {@code /proc/locks}; the provider's
+ * device it also opens read-write, as the provider does, and closes at once, so that one this
+ * process may read but not write rules memory out. It never takes the lock, so probing cannot
+ * make a provider starting at the same moment fail.
  *
  * <ul>
  *   <li>With a device table ({@code devdax.devices}): available when at least one alias leads to a
@@ -80,8 +82,25 @@ final class DevdaxProbe {
         Availability found = table.isEmpty() ? probeDevDirectory(libc, fileAlignment, details) : probeTable(libc, table, fileAlignment, details);
         String provider = providerAlias(config);
         String providerCannotAllocate = provider == null ? null : cannotAllocate.get(provider);
+        if (found.isAvailable() && providerCannotAllocate == null && table.containsKey(provider)) {
+            providerCannotAllocate = cannotOpenForWriting(libc, provider, table.get(provider));
+        }
         // Imports from the other devices still work: only allocating is ruled out here.
         return found.isAvailable() && providerCannotAllocate != null ? found.without(Capability.MEMORY, providerCannotAllocate) : found;
+    }
+
+    /**
+     * Why the provider could not open its device, which it opens read-write where {@link #inspect} reads: a node of
+     * mode 0644 or a read-only group ({@code EACCES}), a container's {@code :ro} mount ({@code EROFS}); {@code null}
+     * when it can. Takes no lock, and closes the device at once.
+     */
+    private String cannotOpenForWriting(Libc libc, String alias, Path path) {
+        try {
+            Device.open(libc, alias, path, true, sysfs).close();
+            return null;
+        } catch (ConduitException e) {
+            return e.getMessage();
+        }
     }
 
     private static String providerAlias(Config config) {

@@ -118,6 +118,54 @@ class DevdaxProbeTest {
         assertThat(availability.unsupportedHere().get(Capability.MEMORY)).contains("cannot open device " + missing);
     }
 
+    /**
+     * The probe opens every device read-only, and the provider opens its device read-write. Until 2026-12-07 a
+     * provider device this process may read but not write (a device node of mode 0644 or a group with read access
+     * only, a container's :ro bind mount: EROFS) passed the probe with memory available, so conduit info showed
+     * devdax able to allocate and conduit.pool() chose it and failed, instead of ruling memory out as it does for a
+     * device that does not open at all.
+     */
+    @Test
+    void aProviderDeviceThisProcessCannotWriteRulesMemoryOutButNotImports() throws Exception {
+        Path readOnly = Fixtures.deviceFile(dir, "readonly.img", 32 * MIB);
+        Path other = Fixtures.deviceFile(dir, "other.img", 32 * MIB);
+        TestContext context = TestContext.of("devdax.devices", "pmem0=" + readOnly + ",pmem1=" + other, "devdax.device", "pmem0");
+        boolean immutable = makeReadOnlyForThisProcess(readOnly);
+        try {
+            assertThatThrownBy(() -> plugin().openMemoryProvider(context)).hasMessageStartingWith("cannot open device " + readOnly);
+
+            Availability availability = plugin().probe(context);
+
+            assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+            assertThat(availability.unsupportedHere()).containsOnlyKeys(Capability.MEMORY);
+            assertThat(availability.unsupportedHere().get(Capability.MEMORY))
+                    .startsWith("cannot open device " + readOnly)
+                    .contains("O_RDWR")
+                    .contains(immutable ? "EPERM" : "EACCES")
+                    .contains("for reading and writing");
+        } finally {
+            if (immutable) chattr("-i", readOnly);
+        }
+    }
+
+    /**
+     * Takes write access to {@code file} from this process: mode 0444, and, for a process that writes past modes (root,
+     * CAP_DAC_OVERRIDE), the immutable attribute too, which it may set (CAP_LINUX_IMMUTABLE); whether it was set.
+     */
+    private static boolean makeReadOnlyForThisProcess(Path file) throws Exception {
+        Files.setPosixFilePermissions(file, java.nio.file.attribute.PosixFilePermissions.fromString("r--r--r--"));
+        if (!Files.isWritable(file)) return false;
+        chattr("+i", file);
+        assertThat(Files.isWritable(file)).as("chattr +i took write access from this process").isFalse();
+        return true;
+    }
+
+    private static void chattr(String change, Path file) throws Exception {
+        Process chattr = new ProcessBuilder("chattr", change, file.toString()).redirectErrorStream(true).start();
+        String output = new String(chattr.getInputStream().readAllBytes());
+        assertThat(chattr.waitFor()).as("chattr " + change + " " + file + ": " + output).isZero();
+    }
+
     /** The remedy for a damaged layout named the key as "on.start", which no source knows: neither the property nor the variable. */
     @Test
     void aDamagedLayoutIsDescribedNamingTheKeyThatRewritesIt() {
