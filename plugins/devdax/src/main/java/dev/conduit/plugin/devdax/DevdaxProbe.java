@@ -234,7 +234,11 @@ final class DevdaxProbe {
         };
     }
 
-    /** Who holds the device's lock, as far as {@code /proc/locks} shows. */
+    /**
+     * Who holds the device's lock, as far as {@code /proc/locks} shows: a lock it does not list may
+     * still be held, by a provider in another PID namespace (another container), whose locks the
+     * kernel leaves out of this namespace's listing.
+     */
     private String provider(Device device) {
         long pid;
         try {
@@ -242,6 +246,7 @@ final class DevdaxProbe {
         } catch (IOException | SecurityException e) {
             return "provider unknown (" + procLocks + " unreadable)";
         }
-        return pid > 0 ? "provider: pid " + pid : pid == 0 ? "provider: a process not visible here" : "no provider";
+        return pid > 0 ? "provider: pid " + pid : pid == 0 ? "provider: a process not visible here"
+                : "no provider visible here (one in another PID namespace is not listed in " + procLocks + ")";
     }
 }

@@ -13,10 +13,11 @@ import java.nio.file.Path;
  *
  * <p>{@code /proc/locks} lists every lock of the machine, one per line; a {@code flock} reads
  * {@code 3: FLOCK  ADVISORY  WRITE 4711 00:1a:1234 0 EOF}: the holder's pid, translated into the
- * PID namespace of that {@code /proc} (0 when the holder is not visible there, e.g. in another
- * container), then the locked file as the major and minor number (hex) of the file system's
- * device and the inode. Lines of processes waiting for a lock carry {@code ->} after the number
- * and are skipped.
+ * PID namespace of that {@code /proc}, then the locked file as the major and minor number (hex)
+ * of the file system's device and the inode. A lock whose holder is not visible in that
+ * namespace (in another container) is not listed at all (fs/locks.c, {@code locks_show}), so a
+ * lock not listed may still be held. Lines of processes waiting for a lock carry {@code ->} after
+ * the number and are skipped.
  */
 final class LockHolders {
 
@@ -46,7 +47,8 @@ final class LockHolders {
     /**
      * The pid that holds a {@code flock} on inode {@code inode} of the file system with device
      * number {@code dev}, as listed in {@code locks} (the text of {@code /proc/locks}); 0 if the
-     * listing shows the lock without a visible pid, -1 if it does not list one.
+     * lock's line carries no pid that parses, -1 if it does not list one: no lock, or one whose
+     * holder is in a PID namespace that listing cannot see.
      */
     static long holderPid(String locks, long dev, long inode) {
         String file = Integer.toHexString(FileStatus.major(dev)) + ":" + Integer.toHexString(FileStatus.minor(dev)) + ":"

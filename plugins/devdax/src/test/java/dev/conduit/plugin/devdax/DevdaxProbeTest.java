@@ -64,7 +64,8 @@ class DevdaxProbeTest {
         assertThat(before.details()).containsEntry("provider device", "pmem0 (set by devdax.device)")
                 .containsEntry("on start", "reset")
                 .containsEntry("alias pmem0", device + ": regular file, " + 32 * MIB + " bytes, alignment " + 2 * MIB
-                        + ", MAP_SYNC refused (EOPNOTSUPP), chunks are mapped MAP_SHARED, no layout yet, no provider");
+                        + ", MAP_SYNC refused (EOPNOTSUPP), chunks are mapped MAP_SHARED, no layout yet, no provider visible here "
+                        + "(one in another PID namespace is not listed in /proc/locks)");
         assertThat(before.details().get("alias gone")).startsWith("unusable: cannot open device " + missing).contains("ENOENT");
 
         try (MemoryProvider provider = plugin().openMemoryProvider(context)) {
@@ -72,6 +73,27 @@ class DevdaxProbeTest {
             assertThat(during.details().get("alias pmem0"))
                     .contains("layout generation 1 (id ")
                     .endsWith("provider: pid " + ProcessHandle.current().pid());
+        }
+    }
+
+    /**
+     * /proc/locks leaves out every lock whose holder is not visible in the reader's PID namespace (fs/locks.c,
+     * locks_show: "if (locks_translate_pid(...) == 0) return 0"); it does not list it with pid 0. By hand on a 6.18
+     * kernel: a flock held on the host is in the host's /proc/locks, and absent from "unshare --pid --fork
+     * --mount-proc cat /proc/locks". Until 2026-12-07 a device held by a provider in another container read "no
+     * provider" here, and a provider started on that word was refused, "in use by another devdax provider". The fixture is /proc/locks as that namespace reads it,
+     * while this process's provider holds the device.
+     */
+    @Test
+    void aDeviceHeldByAProviderThisPidNamespaceCannotSeeIsNotSaidToHaveNoProvider() throws Exception {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 32 * MIB);
+        TestContext context = TestContext.of("devdax.devices", "pmem0=" + device);
+        Path locksSeenFromAnotherNamespace = Files.writeString(sys.resolve("locks"), "");
+        try (MemoryProvider provider = plugin().openMemoryProvider(context)) {
+            Availability availability = new DevdaxPlugin(dev, sys, locksSeenFromAnotherNamespace).probe(context);
+
+            assertThat(availability.details().get("alias pmem0")).contains("layout generation 1")
+                    .endsWith(", no provider visible here (one in another PID namespace is not listed in " + locksSeenFromAnotherNamespace + ")");
         }
     }
 
