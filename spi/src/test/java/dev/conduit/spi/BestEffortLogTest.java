@@ -4,7 +4,6 @@ import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.ResourceBundle;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -12,27 +11,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class BestEffortLogTest {
 
     private final List<String> records = new ArrayList<>();
-    private final System.Logger logger = new System.Logger() {
-        @Override
-        public String getName() {
-            return "test";
-        }
-
-        @Override
-        public boolean isLoggable(Level level) {
-            return true;
-        }
-
-        @Override
-        public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
-            records.add(level + " " + message + " / " + thrown);
-        }
-
-        @Override
-        public void log(Level level, ResourceBundle bundle, String format, Object... params) {
-            records.add(level + " " + format);
-        }
-    };
+    private final System.Logger logger = TestLoggers.keeping(records);
 
     /** A plugin's Error on a path nobody waits for (a class it misses) is logged as its exceptions are, and the caller goes on. */
     @Test
@@ -59,27 +38,7 @@ class BestEffortLogTest {
     /** Out of descriptors the JDK's logging throws an Error at every record: the caller goes on all the same. */
     @Test
     void aLoggerThatFailsCostsTheCallerNothing() {
-        System.Logger failing = new System.Logger() {
-            @Override
-            public String getName() {
-                return "failing";
-            }
-
-            @Override
-            public boolean isLoggable(Level level) {
-                return true;
-            }
-
-            @Override
-            public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
-                throw new NoClassDefFoundError("Could not initialize class java.time.zone.ZoneRulesProvider");
-            }
-
-            @Override
-            public void log(Level level, ResourceBundle bundle, String format, Object... params) {
-                throw new NoClassDefFoundError("Could not initialize class java.time.zone.ZoneRulesProvider");
-            }
-        };
+        System.Logger failing = TestLoggers.failingAsOutOfDescriptors();
         assertThat(BestEffortLog.warnUnlessTheJvmsOwn(failing, () -> "could not unmap", new IllegalStateException("x"))).isFalse();
         assertThat(BestEffortLog.warn(logger, () -> {
             throw new IllegalStateException("a message that cannot be made");

@@ -5,7 +5,6 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.ResourceBundle;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -14,27 +13,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class RepeatedWarningTest {
 
     private final List<String> warnings = new ArrayList<>();
-    private final System.Logger logger = new System.Logger() {
-        @Override
-        public String getName() {
-            return "test";
-        }
-
-        @Override
-        public boolean isLoggable(Level level) {
-            return true;
-        }
-
-        @Override
-        public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
-            warnings.add(level + " " + message);
-        }
-
-        @Override
-        public void log(Level level, ResourceBundle bundle, String format, Object... params) {
-            warnings.add(level + " " + format);
-        }
-    };
+    private final System.Logger logger = TestLoggers.keeping(warnings);
 
     @Test
     void theFirstIsLoggedAndTheRestOfTheIntervalOnlyCountedAndMadeNever() {
@@ -49,27 +28,7 @@ class RepeatedWarningTest {
     /** Out of descriptors the JDK's logging throws an Error at every record: the caller goes on to what it was doing. */
     @Test
     void aLoggerThatFailsCostsTheCallerNothingButTheJvmsOwnErrorsPropagate() {
-        System.Logger failing = new System.Logger() {
-            @Override
-            public String getName() {
-                return "failing";
-            }
-
-            @Override
-            public boolean isLoggable(Level level) {
-                return true;
-            }
-
-            @Override
-            public void log(Level level, ResourceBundle bundle, String message, Throwable thrown) {
-                throw new NoClassDefFoundError("Could not initialize class java.time.zone.ZoneRulesProvider");
-            }
-
-            @Override
-            public void log(Level level, ResourceBundle bundle, String format, Object... params) {
-                throw new NoClassDefFoundError("Could not initialize class java.time.zone.ZoneRulesProvider");
-            }
-        };
+        System.Logger failing = TestLoggers.failingAsOutOfDescriptors();
         RepeatedWarning warning = new RepeatedWarning(failing, Duration.ofMinutes(1));
         assertThat(warning.log(() -> "refused peer", new IllegalStateException("cause"))).as("not logged").isFalse();
         assertThat(new RepeatedWarning(logger, Duration.ofMinutes(1)).log(() -> {
