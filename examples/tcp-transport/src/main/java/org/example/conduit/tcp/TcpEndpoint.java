@@ -85,8 +85,8 @@ final class TcpEndpoint implements TransportEndpoint {
         if (peerGone()) return 1;
         if (!out.hasRemaining()) return 0;
         try {
-            channel.write(out);
-            return 1;
+            // Bytes the socket took are the event: a frame waiting on a peer that reads nothing is none (Transport.progress).
+            return channel.write(out) > 0 ? 1 : 0;
         } catch (IOException e) {
             fail(new PeerFailedException("tcp: connection to " + peer + " broke: " + e.getMessage()));
             return 1;

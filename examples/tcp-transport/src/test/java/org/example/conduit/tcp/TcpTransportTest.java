@@ -454,6 +454,41 @@ class TcpTransportTest {
         }
     }
 
+    /**
+     * A frame the peer's socket does not take is no event: progress() counts what it did
+     * (Transport.progress: 0 when there was nothing to do), and the runtime's Worker.await returns
+     * true, "woken by work", for a round of progress that counted one, so a worker whose peer reads
+     * nothing would turn every await into a busy spin.
+     */
+    @Test
+    void aFrameThePeerDoesNotTakeIsNoEventOfTheSendersProgress(@TempDir Path shared) {
+        TestContext context = TestContext.of(shared);
+        try (Transport receiver = new TcpPlugin().openTransport(context.forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }));
+             Transport sender = new TcpPlugin().openTransport(context.forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), cause -> { });
+            MemorySegment payload = MemorySegment.ofArray(new byte[64 << 10]);
+            int accepted = 0;
+            int calls = 10_000;
+            // The receiver's kernel may still take a frame left partly unwritten (its buffers grow): then the sender fills
+            // them again, until they are full for good and the frame waits on a peer that reads nothing.
+            for (int round = 0; round < 50; round++) {
+                for (int refusedInARow = 0; refusedInARow < 1000; ) {
+                    if (ep.trySend(accepted, MemorySegment.NULL, payload)) {
+                        accepted++;
+                        refusedInARow = 0;
+                        assertTrue(accepted < 100_000, "trySend still accepts after 6 GiB that the receiver never read");
+                    } else {
+                        refusedInARow++;
+                    }
+                }
+                int withAnEvent = 0;
+                while (withAnEvent < calls && sender.progress() > 0) withAnEvent++;
+                assertTrue(withAnEvent < calls, "the sender's progress() reported an event at each of " + calls + " calls in a row "
+                        + "while the receiver, never progressed, read nothing of the " + accepted + " frames accepted");
+            }
+        }
+    }
+
     /** Where {@code transport} listens, as its address says. */
     private static InetSocketAddress listeningAddress(Transport transport) throws IOException {
         PayloadReader address = new PayloadReader(transport.address());
