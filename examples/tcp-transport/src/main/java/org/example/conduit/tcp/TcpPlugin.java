@@ -4,6 +4,7 @@ import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
+import dev.conduit.spi.Config;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
@@ -60,14 +61,14 @@ public final class TcpPlugin implements ConduitPlugin {
 
     @Override
     public Availability probe(PluginContext context) {
-        String host = context.config().get(HOST);
+        String host = host(context.config());
         try (ServerSocketChannel probe = ServerSocketChannel.open()) {
             probe.bind(new InetSocketAddress(TcpTransport.listenAddress(host), 0));
             return Availability.available(Map.of("listen", host));
         } catch (ConduitException e) {
             return Availability.unavailable(e.getMessage());
         } catch (IOException | RuntimeException e) {
-            return Availability.unavailable("cannot listen on " + host + " (" + e.getMessage() + "); set tcp.host (CONDUIT_TCP_HOST) to a local address");
+            return Availability.unavailable(TcpTransport.cannotListen(host, e));
         }
     }
 
@@ -93,7 +94,15 @@ public final class TcpPlugin implements ConduitPlugin {
 
     @Override
     public Transport openTransport(TransportContext context) {
-        return TcpTransport.open(context, context.config().get(HOST), Math.toIntExact(context.config().get(MAX_PAYLOAD)),
+        return TcpTransport.open(context, host(context.config()), Math.toIntExact(context.config().get(MAX_PAYLOAD)),
                 context.config().get(CONNECT_TIMEOUT));
+    }
+
+    /**
+     * {@code tcp.host} without the blanks at its ends, which a text key keeps (an environment file, a
+     * quoted shell variable) and which would make it another host name, one that resolves to nothing.
+     */
+    private static String host(Config config) {
+        return config.get(HOST).strip();
     }
 }

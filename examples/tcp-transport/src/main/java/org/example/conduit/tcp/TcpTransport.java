@@ -102,8 +102,13 @@ final class TcpTransport implements Transport {
             return new TcpTransport(context, server, host, maxPayload, connectTimeout);
         } catch (IOException e) {
             closeQuietly(server);
-            throw new ConduitException("tcp: cannot listen on " + host + ": " + e.getMessage() + "; set tcp.host (CONDUIT_TCP_HOST) to a local address", e);
+            throw new ConduitException("tcp: " + cannotListen(host, e), e);
         }
+    }
+
+    /** Why the transport cannot listen on {@code host}, quoted so that a blank or a stray character in it shows, and the remedy. */
+    static String cannotListen(String host, Exception cause) {
+        return "cannot listen on '" + host + "' (" + cause.getMessage() + "); set tcp.host (CONDUIT_TCP_HOST) to a local address";
     }
 
     /**
@@ -114,7 +119,7 @@ final class TcpTransport implements Transport {
     static InetAddress listenAddress(String host) throws IOException {
         InetAddress address = InetAddress.getByName(host);
         if (address.isAnyLocalAddress()) {
-            throw new ConduitException("tcp: tcp.host (CONDUIT_TCP_HOST) is " + host + ", the wildcard address, which the transport "
+            throw new ConduitException("tcp: tcp.host (CONDUIT_TCP_HOST) is '" + host + "', the wildcard address, which the transport "
                     + "would publish to peers as it is, and which names no host to them: set it to an address of this host that the "
                     + "peers reach, such as its LAN address, or 127.0.0.1 for peers on this host alone");
         }

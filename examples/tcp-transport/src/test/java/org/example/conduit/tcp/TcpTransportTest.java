@@ -254,8 +254,41 @@ class TcpTransportTest {
         ConduitException refusal = assertThrows(ConduitException.class, () -> new TcpPlugin()
                 .openTransport(context.forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { })).close());
         for (String said : List.of(probed.reason(), refusal.getMessage())) {
-            assertTrue(said.contains("tcp.host (CONDUIT_TCP_HOST) is " + wildcard + ", the wildcard address")
+            assertTrue(said.contains("tcp.host (CONDUIT_TCP_HOST) is '" + wildcard + "', the wildcard address")
                     && said.contains("set it to an address of this host that the peers reach"), said);
+        }
+    }
+
+    /**
+     * A text key keeps the blanks at its ends (ConfigKey.string), which a value from an environment file or a quoted
+     * shell variable brings along; plugin-authoring.md has a plugin strip the text that names something, as devdax
+     * strips devdax.device. A host with a blank after it names the same host.
+     */
+    @Test
+    void aHostWithBlanksAtItsEndsIsTheHostTheyEnclose(@TempDir Path shared) {
+        TestContext context = TestContext.of(shared, "tcp.host", "127.0.0.1 ");
+        var probed = new TcpPlugin().probe(context);
+        assertTrue(probed.isAvailable(), "the probe of tcp.host='127.0.0.1 ': " + probed);
+        try (Transport transport = new TcpPlugin().openTransport(context.forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }))) {
+            PayloadReader address = new PayloadReader(transport.address());
+            address.u8("version");
+            assertEquals("127.0.0.1", address.string("host", 255), "the host the transport publishes");
+        }
+    }
+
+    /**
+     * A host that names nothing is refused by the probe and the open with the value between quotes: a blank inside it
+     * (the ends are stripped) showed as nothing more than a host that looks right.
+     */
+    @Test
+    void aHostThatNamesNothingIsRefusedQuotedByTheProbeAndTheOpen(@TempDir Path shared) {
+        TestContext context = TestContext.of(shared, "tcp.host", " 127.0.0 .1 ");
+        var probed = new TcpPlugin().probe(context);
+        assertFalse(probed.isAvailable(), "the probe of tcp.host=' 127.0.0 .1 ': " + probed);
+        ConduitException refusal = assertThrows(ConduitException.class, () -> new TcpPlugin()
+                .openTransport(context.forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { })).close());
+        for (String said : List.of(probed.reason(), refusal.getMessage())) {
+            assertTrue(said.contains("cannot listen on '127.0.0 .1' (") && said.contains("set tcp.host (CONDUIT_TCP_HOST)"), said);
         }
     }
 
