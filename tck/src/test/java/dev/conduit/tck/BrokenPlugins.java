@@ -143,6 +143,17 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Tells its sink that a connection ended before delivering the messages its sender sent before
+     * closing it: they come with a key the runtime has retired.
+     */
+    public static final class TellsOfTheEndBeforeItsLastMessages extends WellBehavedVariants.NamesSenders {
+        @Override
+        boolean tellsTheEndAfterTheLastMessage() {
+            return false;
+        }
+    }
+
     /** Tells its sink that every connection ended when the receiver itself closes. */
     public static final class TellsOfSendersWhenItCloses extends WellBehavedVariants.NamesSenders {
         @Override
@@ -1248,6 +1259,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new HoldsItsLockAcrossTheEnd();
+        }
+    }
+
+    public static final class TellsOfTheEndBeforeItsLastMessagesSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new TellsOfTheEndBeforeItsLastMessages();
         }
     }
 

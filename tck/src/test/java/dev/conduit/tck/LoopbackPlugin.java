@@ -257,6 +257,11 @@ public class LoopbackPlugin implements ConduitPlugin {
         return from;
     }
 
+    /** Whether progress tells the sink that a connection ended after that connection's queued messages (it must), or before them. */
+    boolean tellsTheEndAfterTheLastMessage() {
+        return true;
+    }
+
     /** Whether the receiver's own close tells its sink that its connections ended (it must not). */
     boolean tellsOfSendersWhenItCloses() {
         return false;
@@ -371,7 +376,7 @@ public class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public int progress() {
-            int events = 0;
+            int events = tellsTheEndAfterTheLastMessage() ? 0 : tellEnds();
             for (Message m; deliversNext() && (m = poll()) != null; events++) {
                 MemorySegment header = MemorySegment.ofArray(m.header());
                 MemorySegment payload = MemorySegment.ofArray(m.payload());
@@ -393,15 +398,7 @@ public class LoopbackPlugin implements ConduitPlugin {
                 }
             }
             // After the messages queued before: a connection ends after its last message.
-            for (Long connection; (connection = ended.poll()) != null; events++) {
-                Long from = senders.get(connection);
-                boolean forgetFirst = forgetsBeforeTellingTheEnd();
-                if (forgetsEndedSenders() && forgetFirst) senders.remove(connection);
-                if (namesSenders()) {
-                    for (int i = 0; i < timesToldOfTheEnd(); i++) sink.onSenderClosed(keyOf(connection, from == null ? 0 : from));
-                }
-                if (forgetsEndedSenders() && !forgetFirst) senders.remove(connection);
-            }
+            if (tellsTheEndAfterTheLastMessage()) events += tellEnds();
             if (reportsPeerDeath()) {
                 List<LoopbackEndpoint> current;
                 synchronized (endpoints) {
@@ -414,6 +411,21 @@ public class LoopbackPlugin implements ConduitPlugin {
                         events++;
                     }
                 }
+            }
+            return events;
+        }
+
+        /** Tells the sink of the connections that ended; returns how many. */
+        private int tellEnds() {
+            int events = 0;
+            for (Long connection; (connection = ended.poll()) != null; events++) {
+                Long from = senders.get(connection);
+                boolean forgetFirst = forgetsBeforeTellingTheEnd();
+                if (forgetsEndedSenders() && forgetFirst) senders.remove(connection);
+                if (namesSenders()) {
+                    for (int i = 0; i < timesToldOfTheEnd(); i++) sink.onSenderClosed(keyOf(connection, from == null ? 0 : from));
+                }
+                if (forgetsEndedSenders() && !forgetFirst) senders.remove(connection);
             }
             return events;
         }

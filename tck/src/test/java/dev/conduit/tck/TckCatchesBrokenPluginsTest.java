@@ -171,6 +171,9 @@ class TckCatchesBrokenPluginsTest {
                         "after the sender's transport closed"),
                 Arguments.of(BrokenPlugins.TellsOfTheEndTwiceSuite.class, "aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage",
                         "(once per key)"),
+                // Until the TCK closes an endpoint with messages the receiver has yet to deliver, this variant passes every test.
+                Arguments.of(BrokenPlugins.TellsOfTheEndBeforeItsLastMessagesSuite.class,
+                        "aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage", "the end of a connection comes after its last message"),
                 Arguments.of(BrokenPlugins.KeepsEndedSendersSuite.class, "aSenderThatClosesItsEndpointIsToldOnceAfterItsLastMessage",
                         "null, the connection delivers no more"),
                 Arguments.of(BrokenPlugins.ForgetsSendersAfterTellingTheirEndSuite.class,
