@@ -521,16 +521,20 @@ public abstract class TransportContract extends PluginContract {
                 receiver, sender))).as("what trySendEncoded of message 2 threw, whose encoder returned maxLength + 1 = %d (the transport checks "
                 + "the length with PayloadEncoder.checkWritten before it commits, and abandons the claim)", maxLength + 1)
                 .isInstanceOf(RuntimeException.class);
-        assertThat(sendEncodedWhenAccepted(ep, new CheckedEncoder(3, 5, 5, null), header, maxLength, receiver, sender))
-                .as("what trySendEncoded of message 3 returned (the length its encoder wrote)").isEqualTo(5);
-        progressUntilDelivered(inbox, 2, "messages delivered (0 and 3)", receiver, sender);
+        assertThat(catchThrowable(() -> sendEncodedWhenAccepted(ep, new CheckedEncoder(3, 64, -1, null), header, maxLength,
+                receiver, sender))).as("what trySendEncoded of message 3 threw, whose encoder returned -1 (below 0 too: a transport that "
+                + "commits it and returns -1 has the runtime take that for no room and encode the message again, a second time)")
+                .isInstanceOf(RuntimeException.class);
+        assertThat(sendEncodedWhenAccepted(ep, new CheckedEncoder(4, 5, 5, null), header, maxLength, receiver, sender))
+                .as("what trySendEncoded of message 4 returned (the length its encoder wrote)").isEqualTo(5);
+        progressUntilDelivered(inbox, 2, "messages delivered (0 and 4)", receiver, sender);
         for (int i = 0; i < 100; i++) {
             Inbox.progress(receiver);
             Inbox.progress(sender);
         }
-        assertThat(inbox.messages()).extracting(Inbox.Received::id).as("ids delivered of zero-copy sends 0 to 3, whose encoders of 1 and 2 "
-                + "failed (a claim whose encoder threw or returned a length outside 0..maxLength is abandoned: the receiver never delivers it)")
-                .containsExactly(0, 3);
+        assertThat(inbox.messages()).extracting(Inbox.Received::id).as("ids delivered of zero-copy sends 0 to 4, whose encoders of 1 to "
+                + "3 failed (a claim whose encoder threw or returned a length outside 0..maxLength is abandoned: the receiver never delivers it)")
+                .containsExactly(0, 4);
         for (int i = 0; i < 2; i++) {
             Inbox.Received m = inbox.messages().get(i);
             long length = m.id() == 0 ? maxLength - 100 : 5;

@@ -573,6 +573,18 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Checks a zero-copy send's encoded length against maxLength only: an encoder that returns a negative length has an
+     * empty message committed, and trySendEncoded returns that length, which the runtime takes for "no room" when it is
+     * -1 (and calls the encoder a second time).
+     */
+    public static final class TrustsNegativeEncodedLengths extends LoopbackPlugin {
+        @Override
+        boolean checksEncodedLengthsBelowZero() {
+            return false;
+        }
+    }
+
     /** Reports a dead peer through peerFailed, but its trySend then keeps returning false instead of throwing the failure. */
     public static final class RefusesInsteadOfFailing extends LoopbackPlugin {
         @Override
@@ -1294,6 +1306,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new TrustsEncodedLengths();
+        }
+    }
+
+    public static final class TrustsNegativeEncodedLengthsSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new TrustsNegativeEncodedLengths();
         }
     }
 

@@ -211,6 +211,14 @@ public class LoopbackPlugin implements ConduitPlugin {
     }
 
     /**
+     * Whether that check refuses a negative length too, as {@link PayloadEncoder#checkWritten} does, or only one above
+     * maxLength (a broken fixture's check, which then commits an empty payload and returns what the encoder returned).
+     */
+    boolean checksEncodedLengthsBelowZero() {
+        return true;
+    }
+
+    /**
      * Whether the receiver names the connection each message came by (MessageSink.onMessage with a
      * sender), gives its sender's address and tells the sink when it ends: the optional operations
      * for answering a message. This fixture does not; {@code WellBehavedVariants.NamesSenders} does.
@@ -531,7 +539,11 @@ public class LoopbackPlugin implements ConduitPlugin {
             long written;
             try {
                 written = encoder.encode(MemorySegment.ofArray(claim), 0, maxLength);
-                if (checksEncodedLengths()) PayloadEncoder.checkWritten(written, maxLength);
+                if (checksEncodedLengths() && checksEncodedLengthsBelowZero()) {
+                    PayloadEncoder.checkWritten(written, maxLength);
+                } else if (checksEncodedLengths() && written > maxLength) {
+                    throw new IllegalStateException("loopback: the encoder returned " + written + ", above maxLength " + maxLength);
+                }
             } catch (RuntimeException | Error e) {
                 if (!abandonsFailedEncodings() && keeps(sequence++)) enqueue(this, new Message(id, headerBytes, claim, connection, from));
                 throw e;
