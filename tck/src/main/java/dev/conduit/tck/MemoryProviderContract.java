@@ -33,9 +33,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -414,29 +412,6 @@ public abstract class MemoryProviderContract extends PluginContract {
             answer = mapping.exporterState();
         }
         return answer;
-    }
-
-    /**
-     * This process's descriptors, number to target ({@code /proc/self/fd}); not the listing's own
-     * (which may get other numbers once a leak took the earlier ones), nor the jars a class loader
-     * opened meanwhile to load the plugin's classes, which it keeps for later loads.
-     */
-    private static Map<String, String> openDescriptors() throws IOException {
-        Path listed = Path.of("/proc/self/fd").toRealPath();
-        Map<String, String> descriptors = new TreeMap<>();
-        try (Stream<Path> entries = Files.list(listed)) {
-            for (Path entry : entries.toList()) {
-                try {
-                    String target = Files.readSymbolicLink(entry).toString();
-                    if (!target.endsWith(".jar") && !target.equals(listed.toString())) {
-                        descriptors.put(entry.getFileName().toString(), target);
-                    }
-                } catch (IOException closedMeanwhile) {
-                    // One another thread closed since the listing: nothing the import holds.
-                }
-            }
-        }
-        return descriptors;
     }
 
     /** Removes what appeared in {@code directory} since {@code before} was listed. */

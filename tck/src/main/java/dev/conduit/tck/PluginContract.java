@@ -37,6 +37,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
@@ -79,6 +80,12 @@ import static org.assertj.core.api.Assertions.assertThat;
  * group of its own, which every thread started from it inherits, the plugin's and the runtime's,
  * and their threads' threads: so the TCK tells them from the JDK's (in the JDK's own groups, or
  * the common pool's), JUnit's and those of other tests running in the same JVM (in theirs).
+ * Virtual threads are in none of those groups (the JDK puts them all in one), so one the plugin
+ * left running is not seen.
+ *
+ * <p>In a suite that {@link #checksDescriptors() checks them} (the transport suite), a descriptor
+ * of this process opened during a test and still open once what it opened is closed fails the
+ * test, named with its {@code /proc/self/fd} link target.
  */
 @Timeout(value = PluginContract.TEST_TIMEOUT_MINUTES, unit = TimeUnit.MINUTES, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 @ExtendWith(PluginContract.TestThreads.class)
@@ -99,6 +106,9 @@ public abstract class PluginContract {
     private volatile ThreadGroup testThreadGroup;
     private Path sharedDirectory;
     private Set<String> filesBefore;
+    /** This process's descriptors before the test, where the suite {@link #checksDescriptors() checks them}; else null. */
+    private Map<String, String> descriptorsBefore;
+    private static boolean jdkDescriptorsOpened;
 
     PluginContract() {
     }
@@ -163,13 +173,77 @@ public abstract class PluginContract {
         }
     }
 
+    /**
+     * This process's descriptors, number to target ({@code /proc/self/fd}); not the listing's own
+     * (which may get other numbers once a leak took the earlier ones), nor the jars a class loader
+     * opened meanwhile to load the plugin's classes, which it keeps for later loads. Used by the
+     * check after each test of a suite that {@link #checksDescriptors() checks them}, and by the
+     * memory suite's import of a killed exporter's chunk.
+     */
+    static Map<String, String> openDescriptors() throws IOException {
+        Path listed = Path.of("/proc/self/fd").toRealPath();
+        Map<String, String> descriptors = new TreeMap<>();
+        try (Stream<Path> entries = Files.list(listed)) {
+            for (Path entry : entries.toList()) {
+                try {
+                    String target = Files.readSymbolicLink(entry).toString();
+                    if (!target.endsWith(".jar") && !target.equals(listed.toString())) {
+                        descriptors.put(entry.getFileName().toString(), target);
+                    }
+                } catch (IOException closedMeanwhile) {
+                    // One another thread closed since the listing: nothing left open.
+                }
+            }
+        }
+        return descriptors;
+    }
+
+    /**
+     * Whether the check after each test compares this process's descriptors with those before it
+     * ({@link #openDescriptors}): the transport suite's, whose every test closes what it opened.
+     */
+    boolean checksDescriptors() {
+        return false;
+    }
+
+    /**
+     * Opens, once per JVM, what the JDK opens on its first use and keeps open for the JVM's life, so
+     * that the check after a test does not take it for the plugin's: the socket pair of
+     * {@code sun.nio.ch}'s pre-close (the first channel), the epoll instances of the pollers that park
+     * virtual threads on I/O (the first virtual thread that waits on a channel), and
+     * {@code /dev/random} and {@code /dev/urandom} ({@code SecureRandom}'s first use). Each seen with
+     * {@code /proc/self/fd} before and after such a first use.
+     */
+    private static synchronized void openWhatTheJdkKeepsOpen() throws IOException, InterruptedException {
+        if (jdkDescriptorsOpened) return;
+        new java.security.SecureRandom().nextBytes(new byte[8]);
+        java.nio.channels.Pipe pipe = java.nio.channels.Pipe.open();
+        try (var source = pipe.source(); var sink = pipe.sink()) {
+            Thread reader = Thread.ofVirtual().name("tck opens the JDK's pollers").start(() -> {
+                try {
+                    source.read(java.nio.ByteBuffer.allocate(1)); // waits, parked through a poller, until the write below
+                } catch (IOException ignored) {
+                    // The pipe closed under it: the pollers started all the same.
+                }
+            });
+            while (reader.getState() != Thread.State.WAITING && reader.isAlive()) Thread.onSpinWait();
+            sink.write(java.nio.ByteBuffer.wrap(new byte[1]));
+            reader.join();
+        }
+        jdkDescriptorsOpened = true;
+    }
+
     @BeforeEach
-    final void openSharedDirectory() throws IOException {
+    final void openSharedDirectory() throws IOException, InterruptedException {
         ending = false;
         testThreadGroup = null;
         threads.removeIf(t -> !t.isAlive()); // a subclass may keep one instance for all its tests
         sharedDirectory = newSharedDirectory();
         filesBefore = listing(sharedDirectory);
+        if (checksDescriptors()) {
+            openWhatTheJdkKeepsOpen();
+            descriptorsBefore = openDescriptors();
+        }
     }
 
     @AfterEach
@@ -230,6 +304,16 @@ public abstract class PluginContract {
             if (!after.isEmpty()) {
                 failure = add(failure, new AssertionError("files the plugin left in the shared directory " + directory
                         + " after everything it opened was closed: " + after + " (close() must remove what the plugin created there)"));
+            }
+            if (descriptorsBefore != null) {
+                Map<String, String> descriptorsLeft = openDescriptors();
+                descriptorsLeft.entrySet().removeAll(descriptorsBefore.entrySet());
+                if (!descriptorsLeft.isEmpty()) {
+                    failure = add(failure, new AssertionError(descriptorsLeft.size() + " descriptor(s) opened during the test still open after "
+                            + "everything it opened was closed: close() releases what the plugin opened (a socket, a file, an epoll "
+                            + "instance), which otherwise stays taken for the JVM's life:" + descriptorsLeft.entrySet().stream()
+                            .map(d -> "\n  descriptor " + d.getKey() + " -> " + d.getValue()).collect(Collectors.joining())));
+                }
             }
         } catch (Exception | Error e) {
             failure = add(failure, e);

@@ -73,6 +73,12 @@ public abstract class TransportContract extends PluginContract {
 
     private ConduitPlugin plugin;
 
+    /** A transport's close releases every descriptor it opened: its sockets, files, epoll instances. */
+    @Override
+    final boolean checksDescriptors() {
+        return true;
+    }
+
     @BeforeEach
     final void checkDeclaration() {
         plugin = newPlugin();

@@ -671,6 +671,27 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Each transport listens on a socket of its own, as a TCP transport does, which its close() forgets to close: the
+     * descriptor and the port stay taken for as long as the JVM runs. The sockets are kept in {@link #SOCKETS}, which the
+     * self-test closes.
+     */
+    public static final class LeavesItsListeningSocketOpen extends LoopbackPlugin {
+        static final List<java.nio.channels.ServerSocketChannel> SOCKETS = new CopyOnWriteArrayList<>();
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            try {
+                java.nio.channels.ServerSocketChannel listening = java.nio.channels.ServerSocketChannel.open();
+                SOCKETS.add(listening);
+                listening.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0));
+            } catch (IOException e) {
+                throw new ConduitException("tck fixture: cannot listen: " + e.getMessage(), e);
+            }
+            return super.newTransport(id, sink);
+        }
+    }
+
     /** Its transport's close() does its work, then throws. */
     public static final class ThrowsOnClose extends LoopbackPlugin {
         @Override
@@ -1760,6 +1781,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new LeavesAThreadRunning();
+        }
+    }
+
+    public static final class LeavesItsListeningSocketOpenSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new LeavesItsListeningSocketOpen();
         }
     }
 

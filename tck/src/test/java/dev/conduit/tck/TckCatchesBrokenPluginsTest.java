@@ -283,6 +283,22 @@ class TckCatchesBrokenPluginsTest {
     }
 
     /**
+     * A descriptor the plugin opened and its close() left open fails the test, as a thread it left running does:
+     * Transport.close releases the transport's resources, and the check after each test looks at threads and at the
+     * shared directory's files only, so a transport whose close forgets its listening socket passed every test.
+     */
+    @Test
+    void aSocketThePluginLeftOpenAfterCloseFailsTheTestNamingIt() throws Exception {
+        try {
+            Throwable cause = failureOf(BrokenPlugins.LeavesItsListeningSocketOpenSuite.class, "publishesASmallAddressAndConnects");
+            assertThat(cause).isInstanceOf(AssertionError.class);
+            assertThat(cause.getMessage()).contains("descriptor").contains("socket");
+        } finally {
+            for (var socket : BrokenPlugins.LeavesItsListeningSocketOpen.SOCKETS) socket.close();
+        }
+    }
+
+    /**
      * A plugin that leaves a thread running in every test costs the suite its whole guard once: the
      * tests after the first that did wait the 5 s the check always waits, and the first one says
      * so. Each test waited the whole guard, a minute by default: half an hour for a suite.
