@@ -151,7 +151,9 @@ public interface Endpoint extends AutoCloseable {
      *
      * <p>The encoder is called exactly once, on this thread, before {@code send} returns (see
      * {@link PayloadEncoder} for what it may do). If it throws, nothing is sent (a claimed space is
-     * abandoned and the peer skips it) and the exception propagates.
+     * abandoned and the peer skips it), the exception propagates as it is, and this endpoint stays
+     * as it was: a {@link PeerFailedException} the encoder threw from a send on another endpoint
+     * failed that endpoint, not this one.
      *
      * @param id        0..65535
      * @param maxLength the most bytes the encoder may write: the target's length
@@ -161,7 +163,8 @@ public interface Endpoint extends AutoCloseable {
      * @throws IllegalStateException    when the encoder returns a length outside {@code 0..maxLength},
      *                                  the endpoint or its worker is closed, or this is called from
      *                                  inside an encoder of a send on this endpoint
-     * @throws PeerFailedException      when the endpoint has failed
+     * @throws PeerFailedException      when the endpoint has failed, or as the encoder threw it (from
+     *                                  a send on another endpoint, which failed; this one did not)
      * @throws dev.conduit.spi.ConduitException when the payload must be encoded into this endpoint's
      *                                  buffer (above) and native memory has no room for {@code maxLength}
      *                                  bytes (the encoder is not called),

@@ -108,6 +108,18 @@ final class RuntimeEndpoint implements Endpoint {
      * only by a thread asking whether it is that thread, which its own writes answer.
      */
     private Thread encodingThread;
+    /**
+     * The application's encoder as {@link #encode} hands it to the transport's {@code trySendEncoded}, which calls it
+     * there: it notes what the encoder throws, so that an exception out of {@code trySendEncoded} is told apart as the
+     * encoder's, which reaches the application as it is, or the transport's. Until 2026-12-07 every
+     * {@link PeerFailedException} out of it failed this endpoint (one the encoder threw from a send on another endpoint
+     * of the worker, whose peer had died, failed this healthy one too), and every {@link NotSupportedException} turned
+     * zero-copy off for good and called the encoder again (one the encoder threw itself: {@code Region.exportHandle()}
+     * of a plugin without IPC). One per endpoint, reused, as a send must allocate nothing: the endpoint's lock or its
+     * worker's guard lets one encode of it run at a time, and the encoder cannot start another on it
+     * ({@link #encoderSent}).
+     */
+    private final ObservedEncoder inPlaceEncoder = new ObservedEncoder();
     /** Whether {@link #pending} is not empty (counted once in the worker's backlog count). */
     private volatile boolean backlogged;
     private volatile PeerFailedException failure;
@@ -244,16 +256,63 @@ final class RuntimeEndpoint implements Endpoint {
     private long encode(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         if (maxLength <= ENCODED_HERE_UP_TO || !encodesInPlace || !pending.isEmpty()) return encodeHere(id, header, maxLength, encoder);
         long sent;
+        ObservedEncoder observed = inPlaceEncoder.observe(encoder);
         try {
-            sent = te.trySendEncoded(id, header, maxLength, encoder);
+            sent = te.trySendEncoded(id, header, maxLength, observed);
         } catch (PeerFailedException e) {
+            if (observed.threw(e)) throw e; // another endpoint's failure, from a send the encoder made there
             throw failedNow(e);
         } catch (NotSupportedException e) {
+            if (observed.threw(e)) throw e; // the application's, not the transport's word that it has no zero-copy send
             encodesInPlace = false;
             return encodeHere(id, header, maxLength, encoder);
+        } finally {
+            observed.forget();
         }
         if (sent >= 0) return sent;
         return encodeHere(id, header, maxLength, encoder); // no room: the encoder was not called
+    }
+
+    /** Calls the encoder it {@link #observe}s through the form it is called by, noting what it throws. */
+    private static final class ObservedEncoder implements PayloadEncoder {
+        private PayloadEncoder encoder;
+        private Throwable thrown;
+
+        ObservedEncoder observe(PayloadEncoder encoder) {
+            this.encoder = encoder;
+            return this;
+        }
+
+        /** Whether {@code failure} is what the encoder threw, not the transport's own. */
+        boolean threw(Throwable failure) {
+            return failure == thrown;
+        }
+
+        /** Lets go of the encoder and what it threw, which belong to the application. */
+        void forget() {
+            encoder = null;
+            thrown = null;
+        }
+
+        @Override
+        public long encode(MemorySegment target) {
+            try {
+                return encoder.encode(target);
+            } catch (Throwable t) {
+                thrown = t;
+                throw t;
+            }
+        }
+
+        @Override
+        public long encode(MemorySegment memory, long offset, long maxLength) {
+            try {
+                return encoder.encode(memory, offset, maxLength);
+            } catch (Throwable t) {
+                thrown = t;
+                throw t;
+            }
+        }
     }
 
     /** A send on this endpoint from inside its encoder: its message is not complete, and the send would overwrite or overtake it. */
