@@ -182,14 +182,15 @@ public final class RuntimePool implements Pool {
             }
             if (chunk == null || chunk.segment().byteSize() != length) {
                 // Both sizes, and whose fault it is: "the wrong size" alone sent the plugin's author looking for which.
-                ConduitException wrong = new ConduitException("plugin '" + plugin + "' returned "
-                        + (chunk == null ? "no chunk (null)" : "a chunk of " + chunk.segment().byteSize() + " bytes") + " from allocate("
-                        + length + "), which gives a chunk exactly as long as asked: that is the plugin's fault (the TCK's "
-                        + "MemoryProviderContract shows it); report it to the plugin's authors, and meanwhile allocate from another "
-                        + "plugin's pool");
-                // The plugin's fault is what the caller must read: a free that fails too is added to it.
-                if (chunk != null) Cleanup.run(wrong, () -> provider.free(chunk));
-                throw wrong;
+                throw refusedChunk(chunk, (chunk == null ? "no chunk (null)" : "a chunk of " + chunk.segment().byteSize() + " bytes")
+                        + " from allocate(" + length + "), which gives a chunk exactly as long as asked");
+            }
+            long address = chunk.segment().address();
+            if ((address & (pageSize - 1)) != 0) {
+                // Pool.allocate's alignments up to the page size hold only on page-aligned chunks: a region of this one would be
+                // misaligned with no word (until 2026-12-07 it was, from a provider taking arena.allocate(size), 16-byte aligned).
+                throw refusedChunk(chunk, "a chunk at address 0x" + Long.toHexString(address) + " from allocate(" + length
+                        + "), which is not a multiple of its page size (" + pageSize + " bytes): a chunk is page-aligned");
             }
             heldBytes += length;
             PooledChunk pooled = new PooledChunk(chunk);
@@ -199,6 +200,19 @@ public final class RuntimePool implements Pool {
         } finally {
             providerLock.unlock();
         }
+    }
+
+    /**
+     * The refusal of a chunk the provider returned against the SPI's word ({@code wrong} says how),
+     * named as the plugin's fault, the chunk given back to it.
+     */
+    private ConduitException refusedChunk(Chunk chunk, String wrong) {
+        ConduitException refused = new ConduitException("plugin '" + plugin + "' returned " + wrong + ": that is the plugin's fault "
+                + "(the TCK's MemoryProviderContract shows it); report it to the plugin's authors, and meanwhile allocate from another "
+                + "plugin's pool");
+        // The plugin's fault is what the caller must read: a free that fails too is added to it.
+        if (chunk != null) Cleanup.run(refused, () -> provider.free(chunk));
+        return refused;
     }
 
     /**

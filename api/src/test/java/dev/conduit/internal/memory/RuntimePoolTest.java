@@ -42,6 +42,7 @@ import java.util.function.IntUnaryOperator;
 import static dev.conduit.internal.ThreadAllocation.allocatedBytes;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 class RuntimePoolTest {
 
@@ -529,6 +530,37 @@ class RuntimePoolTest {
                     .hasMessageStartingWith("plugin 'careless' returned null from its memory provider's export(), which returns the "
                             + "chunk's payload or throws: that is the plugin's fault")
                     .hasMessageContaining("report it to the plugin's authors");
+        }
+    }
+
+    /**
+     * Pool.allocate(size, alignment) promises any alignment up to pageSize(), which holds only while
+     * the provider's chunks are page-aligned, as Chunk.segment() says they are. A plugin that takes
+     * its chunks from an Arena without asking for the page alignment ({@code arena.allocate(size)},
+     * 16-byte aligned) breaks that word as surely as one that returns a chunk of the wrong size; the
+     * pool names the wrong size as the plugin's fault, and must not hand out a region misaligned by
+     * the plugin's slip with no word either. Until 2026-12-07 it handed out {@code page + 16}.
+     */
+    @Test
+    void aChunkThatIsNotPageAlignedIsCalledThePluginsFaultNotHandedOutAsAMisalignedRegion() {
+        Arena arena = Arena.ofShared();
+        List<Chunk> freed = new ArrayList<>();
+        MemoryProvider crooked = new MemoryProvider() {
+            @Override public long pageSize() { return 4096; }
+            @Override public Chunk allocate(long size) {
+                MemorySegment m = arena.allocate(size + 4096, 4096).asSlice(16, size);
+                return () -> m;
+            }
+            @Override public void free(Chunk chunk) { freed.add(chunk); }
+            @Override public void close() { arena.close(); }
+        };
+        try (RuntimePool local = new RuntimePool("crooked", crooked, CHUNK, p -> { })) {
+            Throwable thrown = catchThrowable(() -> local.allocate(64, 4096));
+
+            assertThat(thrown).isInstanceOf(ConduitException.class).hasMessageContaining("plugin 'crooked'")
+                    .hasMessageContaining("the plugin's fault").hasMessageContaining("not a multiple of its page size (4096 bytes)");
+            assertThat(freed).as("chunks given back to the plugin").hasSize(1);
+            assertThat(thrown).hasMessageContaining("0x" + Long.toHexString(freed.getFirst().segment().address()));
         }
     }
 
