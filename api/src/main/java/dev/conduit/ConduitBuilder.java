@@ -1,9 +1,11 @@
 package dev.conduit;
 
 import dev.conduit.internal.ConduitRuntime;
+import dev.conduit.internal.RuntimeKeys;
 import dev.conduit.internal.RuntimeSettings;
 import dev.conduit.spi.ConduitPlugin;
 
+import java.io.File;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -55,10 +57,33 @@ public final class ConduitBuilder {
         return set("shared.dir", Objects.requireNonNull(directory, "directory").toString());
     }
 
-    /** Directories of plugin jars, each plugin loaded in its own module layer: {@code plugin.path}. */
+    /**
+     * Directories of plugin jars, each plugin loaded in its own module layer: {@code plugin.path}.
+     * That key is text, as set from a system property or the environment, and the directories are
+     * set there as such, each read back by the one reading of the key (which {@code conduit info}
+     * shows): separated by {@link File#pathSeparator}, blanks at each end dropped.
+     *
+     * @throws IllegalArgumentException for a directory that reading would not give back, naming it
+     *                                  and what it would be read as: one whose path holds the path
+     *                                  separator, begins or ends with a blank, or is empty (until
+     *                                  2026-12-07 such a directory was never searched: it was read
+     *                                  as others, reported as not existing, or as none)
+     */
     public ConduitBuilder pluginPath(Path... directories) {
-        return set("plugin.path", String.join(java.io.File.pathSeparator,
-                java.util.Arrays.stream(nonNullElements(directories, "directories")).map(Path::toString).toList()));
+        List<String> names = new ArrayList<>();
+        for (Path directory : nonNullElements(directories, "directories")) {
+            String name = directory.toString();
+            List<String> readBack = RuntimeKeys.pluginDirectories(name).stream().map(Path::toString).toList();
+            if (!readBack.equals(List.of(name))) {
+                throw new IllegalArgumentException("plugin directory '" + name + "' cannot be given through plugin.path, whose "
+                        + "directories are separated by '" + File.pathSeparator + "' with blanks at each end dropped: it would "
+                        + "be read as " + (readBack.isEmpty() ? "no directory" : "'" + String.join("' and '", readBack) + "'")
+                        + ". Rename it, or give a symbolic link to it whose path has no '" + File.pathSeparator + "' and no blank at "
+                        + "either end; an empty or relative path is read as meant once absolute (Path.toAbsolutePath())");
+            }
+            names.add(name);
+        }
+        return set("plugin.path", String.join(File.pathSeparator, names));
     }
 
     /**

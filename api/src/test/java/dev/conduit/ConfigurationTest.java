@@ -8,7 +8,9 @@ import dev.conduit.spi.PluginContext;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
+import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -370,6 +372,30 @@ class ConfigurationTest {
         try (Conduit c = isolated().systemProperties(props("conduit.plugin.path", missing)).build()) {
             assertThat(c.plugins()).singleElement().satisfies(p -> assertThat(p.reason())
                     .endsWith("fix plugin.path (from system property conduit.plugin.path)"));
+        }
+    }
+
+    /**
+     * ConduitBuilder.pluginPath takes Paths, each one directory; it joins them with the path
+     * separator into plugin.path, which splits them again and strips blanks around each. A directory
+     * whose name holds the separator (a release dir "plugins:2.1", a mount "/mnt/nfs:/export"), or
+     * ends in a blank, was then read as other directories: the one given was never searched, and
+     * the build reported directories that do not exist, none of which the caller named. The
+     * builder now refuses it, saying what it would be read as.
+     */
+    @Test
+    void aDirectoryPluginPathWouldReadAsOthersIsRefusedByTheBuilderNamingIt(@TempDir Path dir) throws Exception {
+        Path plugins = Files.createDirectories(dir.resolve("plugins" + File.pathSeparator + "2.1"));
+        Path blank = Files.createDirectories(dir.resolve("plugins "));
+
+        assertThatThrownBy(() -> isolated().pluginPath(plugins)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("plugin directory '" + plugins + "'")
+                .hasMessageContaining("read as '" + dir.resolve("plugins") + "' and '2.1'");
+        assertThatThrownBy(() -> isolated().pluginPath(dir, blank)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("plugin directory '" + blank + "'")
+                .hasMessageContaining("read as '" + dir.resolve("plugins") + "'");
+        try (Conduit c = isolated().pluginPath(Files.createDirectories(dir.resolve("plugins"))).build()) {
+            assertThat(c.plugins()).as("a directory plugin.path carries: searched, nothing broken").isEmpty();
         }
     }
 
