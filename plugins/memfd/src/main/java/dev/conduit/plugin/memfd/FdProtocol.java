@@ -152,14 +152,21 @@ final class FdProtocol {
     }
 
     /**
-     * What {@code bind} takes to make socket {@code name} in {@code directory}: its path, or, when
-     * the path does not fit an AF_UNIX address ({@link SocketFlags#SUN_PATH_MAX} bytes), the same
-     * place reached through the directory's own descriptor, {@code /proc/self/fd/<dirfd>/<name>}.
-     * The kernel resolves that link to the open directory, as systemd relies on for long socket
-     * paths; it is this process's descriptor, never a peer's.
+     * What {@code bind} takes to make socket {@code name} in {@code directory}: the same place
+     * reached through the directory's own descriptor, {@code <procSelfFd>/<dirfd>/<name>}, where
+     * {@code procSelfFd} is there; else its path, when it fits an AF_UNIX address
+     * ({@link SocketFlags#SUN_PATH_MAX} bytes). The kernel resolves that link to the open
+     * directory, as systemd relies on for long socket paths; it is this process's descriptor,
+     * never a peer's. Through the descriptor, the bind lands in the directory whose descriptor
+     * then checks, chmods and removes the socket: by path it landed in whatever directory had been
+     * made at the path since, where that descriptor found nothing to check or remove, and each
+     * failed rebind left a socket file there (until 2026-12-07,
+     * {@code FdServerTest#aSharedDirectoryMadeAgainAtItsPathIsLeftNoTemporaryNamesByTheRebind}).
+     * Through the descriptor of a removed directory the bind fails with {@code ENOENT}.
      */
-    static String bindAddress(SharedDirectory directory, String name) {
+    static String bindAddress(SharedDirectory directory, String name, Path procSelfFd) {
         String path = socketPath(directory.path(), name);
+        if (Files.isDirectory(procSelfFd)) return procSelfFd + "/" + directory.fd().fd() + "/" + name;
         return fitsAnAddress(path) ? path : PROC_SELF_FD + "/" + directory.fd().fd() + "/" + name;
     }
 

@@ -146,8 +146,9 @@ final class FdServer implements AutoCloseable {
      * Binds a new socket of {@code lease}'s owner in {@code directory}, restricts who may connect,
      * listens, and starts serving.
      *
-     * @param directory   open until this returns: a path too long for a socket address is bound
-     *                    through its descriptor's number ({@link FdProtocol#bindAddress})
+     * @param directory   open until this returns: the socket is bound through its descriptor's
+     *                    number where {@code /proc} is there ({@link FdProtocol#bindAddress}), so in
+     *                    the directory opened, not in one made at its path since
      * @param allowedUids users besides our own that may receive chunks; if there are any, the
      *                    socket is made connectable by everyone ({@code 0666}) and the
      *                    {@code SO_PEERCRED} check admits them, otherwise it is {@code 0600}
@@ -165,7 +166,7 @@ final class FdServer implements AutoCloseable {
                           long timeoutNanos, System.Logger logger, Path procSelfFd) {
         String name = lease.newSocketName(FdProtocol.SOCKET_SUFFIX);
         String path = FdProtocol.socketPath(directory.path(), name);
-        String address = FdProtocol.bindAddress(directory, name);
+        String address = FdProtocol.bindAddress(directory, name, procSelfFd);
         FileDescriptor listener;
         try {
             listener = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
@@ -219,13 +220,19 @@ final class FdServer implements AutoCloseable {
                 + Errno.remedy(e.errno(), "see the cause"), e);
     }
 
+    /**
+     * What to do about a failed bind at {@code address} ({@link FdProtocol#bindAddress}). Through the directory's descriptor,
+     * {@code ENOENT} means the directory the provider opened was removed, whatever was made at its path since: this
+     * process never binds there again.
+     */
     private static String bindRemedy(ErrnoException e, SharedDirectory directory, String path, String address) {
         if (e.errno() == Errno.ENOENT && !address.equals(path)) {
+            String tooLong = FdProtocol.fitsAnAddress(path) ? "; " : "; the path is too long for a socket address, and ";
             return Files.isDirectory(FdProtocol.PROC_SELF_FD)
-                    ? "; the path is too long for a socket address, and " + address + " names the shared directory the provider "
-                    + "opened, which was removed since: make " + directory.path() + " again and restart this process"
-                    : "; the path is too long for a socket address, and " + FdProtocol.PROC_SELF_FD
-                    + ", through which a longer one is reached, is not there: " + FdProtocol.PROC_REMEDY;
+                    ? tooLong + address + " names the shared directory the provider opened, which was removed since: make "
+                    + directory.path() + " again and restart this process (a directory made again at its path is another one, "
+                    + "which this process does not use)"
+                    : tooLong + FdProtocol.PROC_SELF_FD + ", through which a longer one is reached, is not there: " + FdProtocol.PROC_REMEDY;
         }
         if (e.errno() == Errno.EADDRINUSE) {
             return "; something already has this name, which only someone who read the lease and guessed 64 random bits could "
@@ -477,9 +484,13 @@ final class FdServer implements AutoCloseable {
                 if (e.errno() != Errno.ENOENT) return; // there, but not for us to judge (EACCES): the next import says what is wrong
             }
             temporary = ownerPrefix + SharedDirectory.randomId().substring(0, 16) + FdProtocol.BIND_SUFFIX;
-            String address = FdProtocol.bindAddress(directory, temporary);
+            String address = FdProtocol.bindAddress(directory, temporary, procSelfFd);
             fresh = libc.socket(SOCK_STREAM | SOCK_NONBLOCK);
-            libc.bind(fresh, address);
+            try {
+                libc.bind(fresh, address);
+            } catch (ErrnoException e) {
+                throw new ConduitException(e.getMessage() + bindRemedy(e, directory, socketPath, address), e);
+            }
             bound = true;
             restrictSocket(libc, directory, temporary, lease.fileOwner(libc), procSelfFd, allowedUids.isEmpty() ? OWNER_ONLY : EVERYONE);
             libc.listen(fresh, BACKLOG);

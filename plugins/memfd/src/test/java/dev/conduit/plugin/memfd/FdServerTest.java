@@ -374,6 +374,56 @@ class FdServerTest {
     }
 
     /**
+     * A shared directory removed and made again at its path while its provider serves (a cleanup
+     * that recreates it): the rebind fails, and the new directory gets no temporary name from the
+     * rebinds tried every second. Until 2026-12-07 the rebind bound by path, so in the new
+     * directory, looked for the name through the descriptor of the old one, found it gone and
+     * gave up, and every second left a {@code .bind} socket file there.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void aSharedDirectoryMadeAgainAtItsPathIsLeftNoTemporaryNamesByTheRebind() throws Exception {
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        try (MemfdProvider provider = MemfdProvider.open(libc, new TestContext(Map.of(), shared, recording))) {
+            provider.export(provider.allocate(SIZE));
+            for (String name : Leaks.files(shared)) Files.delete(shared.resolve(name));
+            Files.delete(shared);
+            Files.createDirectory(shared);
+
+            while (recording.warnings().stream().noneMatch(warning -> warning.contains("binding it again failed"))) {
+                Thread.sleep(50); // bounded by the timeout; not a measurement
+            }
+            assertThat(Leaks.files(shared)).as("what the failed rebind left in the new directory")
+                    .noneMatch(name -> name.endsWith(FdProtocol.BIND_SUFFIX));
+        }
+    }
+
+    /**
+     * A shared directory removed and made again at its path before its provider's first export:
+     * the export is refused naming the removal and the remedy, and the new directory gets no
+     * socket. Until 2026-12-07 the server bound its socket by path, so in the new directory, then
+     * refused it as "gone" through the old directory's descriptor and left it there, one per
+     * export tried.
+     */
+    @Test
+    void aSharedDirectoryMadeAgainAtItsPathBeforeTheFirstExportGetsNoSocketFromIt() throws Exception {
+        try (MemfdProvider provider = MemfdProvider.open(libc, TestContext.of(shared))) {
+            Chunk chunk = provider.allocate(SIZE);
+            for (String name : Leaks.files(shared)) Files.delete(shared.resolve(name));
+            Files.delete(shared);
+            Files.createDirectory(shared);
+
+            Throwable refused = org.assertj.core.api.Assertions.catchThrowable(() -> provider.export(chunk));
+            assertThat(Leaks.files(shared)).as("what the failed start left in the new directory").isEmpty();
+            assertThat(refused).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageContaining("ENOENT")
+                    .hasMessageContaining("names the shared directory the provider opened, which was removed since: make " + shared
+                            + " again and restart this process");
+            provider.free(chunk);
+        }
+    }
+
+    /**
      * A reply the server cannot send for a cause of its own side (here ETOOMANYREFS, which the
      * kernel answers when the producer's user has more descriptors in flight, passed and not yet
      * received, than its open-file limit: an admitted importer that asks for chunks and never reads

@@ -488,8 +488,11 @@ class MemfdImporterTest {
 
     /**
      * The rebind's temporary name fits wherever the socket's name does: in a directory of the
-     * longest path whose socket fits an AF_UNIX address, it binds by path, without /proc (a longer
-     * temporary name needed /proc there, and every rebind failed where it is not mounted).
+     * longest path whose socket fits an AF_UNIX address, a process without /proc binds it by path
+     * (a longer temporary name needed /proc there, and every rebind failed where it is not
+     * mounted). Where /proc is there the server binds through it whatever the path's length
+     * (FdProtocol.bindAddress), so the server here is told /proc is not there, and its libc
+     * fails any bind through /proc.
      */
     @Test
     @org.junit.jupiter.api.Timeout(value = 60, unit = java.util.concurrent.TimeUnit.SECONDS)
@@ -498,10 +501,13 @@ class MemfdImporterTest {
         org.junit.jupiter.api.Assumptions.assumeTrue(pad > 0, "the temporary directory's path is too long already: " + shared);
         Path longest = Files.createDirectories(shared.resolve("d".repeat(pad)));
         assertThat(longest.toString()).hasSize(FdProtocol.maxDirectoryLength());
-        MemoryProvider producer = MemfdProvider.open(failingThroughProc(), TestContext.of(longest));
-        try {
-            byte[] payload = producer.export(producer.allocate(SIZE));
-            Path socket = longest.resolve(MemfdPayload.decode(new PayloadReader(payload)).socketName());
+        MemfdChunk chunk = (MemfdChunk) provider.allocate(SIZE);
+        try (SharedDirectory directory = SharedDirectory.open(libc, longest, "shared.dir");
+             dev.conduit.shm.OwnerLease lease = dev.conduit.shm.OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX);
+             FdServer server = FdServer.start(failingThroughProc(), directory, lease, java.util.Set.of(), 1_000_000_000L,
+                     System.getLogger("test"), longest.resolve("no-proc-self-fd"))) {
+            byte[] payload = new MemfdPayload(server.socketName(), server.publish(chunk), null).encode();
+            Path socket = longest.resolve(server.socketName());
             Files.delete(socket);
 
             while (!Files.exists(socket)) Thread.sleep(50); // bounded by the timeout; not a measurement
@@ -509,7 +515,7 @@ class MemfdImporterTest {
                 assertThat(mapping.segment().byteSize()).isEqualTo(SIZE);
             }
         } finally {
-            producer.close();
+            provider.free(chunk);
         }
     }
 
