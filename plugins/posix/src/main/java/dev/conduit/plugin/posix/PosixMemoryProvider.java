@@ -58,7 +58,9 @@ import static java.lang.System.Logger.Level.WARNING;
  * then, the touching process gets {@code SIGBUS}. {@link #allocate(long)} therefore refuses a
  * chunk larger than the directory's free space, with a message that says how to get more. The
  * check cannot see pages that mapped but untouched chunks will take later, so it catches an
- * undersized directory (a container's 64 MiB {@code /dev/shm}), not every overcommit. On tmpfs
+ * undersized directory (a container's 64 MiB {@code /dev/shm}), not every overcommit. A file
+ * system that reports no size (ramfs; a tmpfs mounted {@code size=0}, which has no limit) has no
+ * free space to check. On tmpfs
  * or ramfs it also refuses a chunk larger than what this process's memory cgroup lets it
  * take ({@link CgroupMemory}): a container's {@code /dev/shm} may be larger than its memory limit,
  * whose OOM killer, not {@code SIGBUS}, then meets the touching process. Nor can it
@@ -271,7 +273,9 @@ final class PosixMemoryProvider implements MemoryProvider {
         } catch (IOException e) {
             return; // the file system cannot say; mmap and ftruncate will report what they can
         }
-        if (free < size) {
+        // ramfs and a tmpfs mounted size=0 report no blocks at all (statfs): they have no limit, not no room, and only the
+        // memory cgroup below bounds them.
+        if (total != 0 && free < size) {
             // The size tells a small /dev/shm from a large one that others filled, and so which remedy fits; the keys are the
             // sizes of what Conduit itself puts there, which a small directory can take less of.
             throw new ConduitException("not enough space for a chunk of " + size + " bytes in " + directory.path() + " (a file system of "

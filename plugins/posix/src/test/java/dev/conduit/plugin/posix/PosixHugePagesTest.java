@@ -39,18 +39,12 @@ class PosixHugePagesTest {
 
     @BeforeEach
     void mountHugetlbfs() throws IOException, InterruptedException {
-        run("mount", "-t", "hugetlbfs", "none", mount.toString());
+        Mounts.mount("hugetlbfs", "defaults", mount);
     }
 
     @AfterEach
     void unmount() throws IOException, InterruptedException {
-        run("umount", mount.toString());
-    }
-
-    private static void run(String... command) throws IOException, InterruptedException {
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String output = new String(process.getInputStream().readAllBytes());
-        assertThat(process.waitFor()).as("%s: %s", String.join(" ", command), output).isZero();
+        Mounts.unmount(mount);
     }
 
     @Test

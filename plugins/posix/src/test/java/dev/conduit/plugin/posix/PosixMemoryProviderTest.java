@@ -354,6 +354,26 @@ class PosixMemoryProviderTest {
     }
 
     /**
+     * A memory file system without a size limit reports no space at all ({@code statfs}: 0 blocks,
+     * 0 available): ramfs always, a tmpfs mounted with {@code size=0}. A chunk there is taken, as
+     * on a tmpfs with room, not refused for want of space the file system does not count. Until
+     * 2026-12-07 the free-space check skipped only hugetlbfs, and every chunk on these was refused
+     * "not enough space ... (a file system of 0 bytes)".
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"ramfs", "tmpfs"})
+    void aChunkOnAMemoryFileSystemWithoutASizeLimitIsNotRefusedForWantOfSpace(String type, @TempDir Path mount) throws Exception {
+        Mounts.mount(type, type.equals("tmpfs") ? "size=0" : "defaults", mount);
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(mount))) {
+            Chunk chunk = provider.allocate(provider.pageSize());
+            chunk.segment().set(JAVA_LONG, 0, 4711);
+            provider.free(chunk);
+        } finally {
+            Mounts.unmount(mount);
+        }
+    }
+
+    /**
      * A chunk another thread is inside a native call on cannot be unmapped. free removed its file,
      * then, the unmap refused, forgot the chunk all the same: a second free said "freed already"
      * and the close did not unmap it, so the mapping, and the file's pages, stayed for the life of
