@@ -211,9 +211,12 @@ final class MemfdProvider implements MemoryProvider {
 
     /**
      * A chunk of huge pages, every one taken now ({@code fallocate}) so that no touch can fault
-     * with {@code SIGBUS}; with {@code try}, null when the kernel or the pool refuses, said once.
-     * The memory and cgroup checks of normal pages do not apply: huge pages are reserved apart
-     * from free memory, and the memory cgroup does not charge them.
+     * with {@code SIGBUS}; with {@code try}, null when the kernel or the pool refuses huge pages
+     * ({@link #refusesHugePages}), said once. Any other failure (out of descriptors, a mapping
+     * that finds no address space) is thrown as a chunk of normal pages throws it, in either
+     * mode: normal pages would meet it too, and no huge page ran short. The memory and cgroup
+     * checks of normal pages do not apply: huge pages are reserved apart from free memory, and
+     * the memory cgroup does not charge them.
      */
     private MemfdChunk allocateHuge(long size) {
         FileDescriptor memfd = null;
@@ -228,12 +231,35 @@ final class MemfdProvider implements MemoryProvider {
         } catch (ErrnoException e) {
             if (arena != null) arena.close();
             if (memfd != null) memfd.closeAfter(e);
+            if (!refusesHugePages(e)) throw allocationFailure(size, e);
             return hugePagesRefused(size, e);
         } catch (RuntimeException | Error e) {
             if (arena != null) arena.close();
             if (memfd != null) memfd.closeAfter(e);
             throw e;
         }
+    }
+
+    /**
+     * Whether {@code e} is the kernel or the pool refusing huge pages: the pool short, or a
+     * cgroup's hugetlb limit, at {@code fallocate} ({@code ENOSPC}, {@code ENOMEM}); a kernel that
+     * cannot make a hugetlb memfd ({@code EINVAL}; {@code ENOSYS} without hugetlbfs, {@code ENODEV}
+     * or {@code ENOENT} without the default size's pool or mount) or size or seal one
+     * ({@code EINVAL}). Until 2026-12-07 every errno was taken for such a refusal: an {@code mmap}
+     * without address space was said to lack huge pages, naming a sysctl that changes nothing
+     * ({@code MemfdHugePagesTest#withYesAChunkWhoseMappingFindsNoAddressSpaceIsNotSaidToLackHugePages}), and
+     * with {@code try} a {@code memfd_create} out of descriptors logged, and spent, the INFO that
+     * chunks take normal pages
+     * ({@code MemfdHugePagesTest#withTryAChunkRefusedForWantOfDescriptorsIsNotSaidToTakeNormalPages}).
+     */
+    private static boolean refusesHugePages(ErrnoException e) {
+        return switch (e.call()) {
+            case "fallocate" -> e.errno() == Errno.ENOSPC || e.errno() == Errno.ENOMEM;
+            case "memfd_create" -> e.errno() == Errno.EINVAL || e.errno() == Errno.ENOSYS || e.errno() == Errno.ENODEV
+                    || e.errno() == Errno.ENOENT;
+            case "ftruncate", "fcntl" -> e.errno() == Errno.EINVAL;
+            default -> false;
+        };
     }
 
     /** Throws, with {@code yes}, the failure of a chunk of huge pages; says it once, with {@code try}, and returns null. */

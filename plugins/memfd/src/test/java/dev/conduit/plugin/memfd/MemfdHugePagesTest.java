@@ -82,6 +82,31 @@ class MemfdHugePagesTest {
         assertThat(Leaks.memfdMappings()).isEqualTo(mappings);
     }
 
+    /**
+     * A chunk whose huge pages were taken but whose mapping finds no address space ({@code mmap}:
+     * {@code ENOMEM}, as at {@code vm.max_map_count} or {@code ulimit -v}) is refused naming those,
+     * as a chunk of normal pages is. Until 2026-12-07 every ENOMEM was taken for a shortage of huge
+     * pages: the chunk was said to be refused by the cgroup's hugetlb limit, with a sysctl that
+     * reserves pages the pool already had.
+     */
+    @Test
+    void withYesAChunkWhoseMappingFindsNoAddressSpaceIsNotSaidToLackHugePages() throws Exception {
+        dev.conduit.linux.Libc noAddressSpace = FailingLibc.failing("mmap", dev.conduit.linux.Errno.ENOMEM);
+        try (HugePageReservation pool = HugePageReservation.withFree(1);
+             MemoryProvider provider = MemfdProvider.open(noAddressSpace, TestContext.of(shared, Map.of("memfd.hugepages", "yes")))) {
+            if (pool.free() < 1) {
+                assertRefusedCleanly(provider, HUGE_PAGE);
+                return;
+            }
+            assertThatThrownBy(() -> provider.allocate(HUGE_PAGE)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("ENOMEM")
+                    .hasMessageContaining("vm.max_map_count")
+                    .hasMessageNotContaining("hugetlb limit of this process's cgroup refused them")
+                    .hasMessageNotContaining("reserve more huge pages");
+            assertThat(pool.free()).as("the chunk's page given back").isEqualTo(1);
+        }
+    }
+
     @Test
     void withTryAndNoFreeHugePagesChunksTakeNormalPagesSaidOnce() {
         RecordingLogger logged = new RecordingLogger();
@@ -98,6 +123,26 @@ class MemfdHugePagesTest {
                     .startsWith("memfd.hugepages=try: a chunk of " + HUGE_PAGE + " bytes takes normal pages")
                     .contains("ENOSPC").contains("vm.nr_hugepages");
             assertThat(logged.warnings()).isEmpty();
+        }
+    }
+
+    /**
+     * With {@code try}, a chunk that gets no descriptor ({@code memfd_create}: {@code EMFILE}) is
+     * refused naming the limit, and the INFO said once per pool, that chunks take normal pages where
+     * huge pages run short, is neither said for it (it took no pages at all, and huge pages did not
+     * run short) nor spent on it. Until 2026-12-07 any errno fell back to normal pages: the INFO
+     * was logged, the normal memfd_create failed the same way, and a real shortage later went unsaid.
+     */
+    @Test
+    void withTryAChunkRefusedForWantOfDescriptorsIsNotSaidToTakeNormalPages() {
+        RecordingLogger logged = new RecordingLogger();
+        dev.conduit.linux.Libc outOfDescriptors = FailingLibc.failing("memfdCreate", dev.conduit.linux.Errno.EMFILE);
+        try (MemoryProvider provider = MemfdProvider.open(outOfDescriptors,
+                TestContext.of(shared, Map.of("memfd.hugepages", "try")).withLogger(logged))) {
+            assertThatThrownBy(() -> provider.allocate(HUGE_PAGE)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("EMFILE").hasMessageContaining("ulimit -n");
+            assertThat(logged.at(System.Logger.Level.INFO)).as("what the refused chunk had said")
+                    .noneMatch(line -> line.contains("takes normal pages"));
         }
     }
 
