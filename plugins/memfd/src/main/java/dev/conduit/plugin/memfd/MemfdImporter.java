@@ -18,6 +18,7 @@ import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.IpcImporter;
@@ -693,7 +694,8 @@ final class MemfdImporter implements IpcImporter {
 
     private ConduitException timeout(String path, String what, Throwable cause) {
         return new ConduitException("the producer's fd server on " + path + " did not " + what + " within "
-                + MemfdConfig.CONNECT_TIMEOUT.nameAndVariable() + " (" + connectTimeoutNanos / 1_000_000 + " ms): it is hung or "
+                + MemfdConfig.CONNECT_TIMEOUT.nameAndVariable() + " (" + ConfigKey.durationText(java.time.Duration.ofNanos(connectTimeoutNanos))
+                + "): it is hung or "
                 + "busy; raise " + MemfdConfig.CONNECT_TIMEOUT.name() + " if producers serve many importers at once", cause);
     }
 

@@ -930,15 +930,20 @@ class MemfdImporterTest {
         }
     }
 
-    @Test
-    void aServerThatNeverAnswersTimesOutNamingTheKey() {
-        IpcImporter impatient = new MemfdPlugin().ipcImporter(TestContext.of(shared, Map.of("memfd.connect.timeout", "200ms")));
+    /**
+     * The timeout is named as configured, in its own unit: until 2026-12-07 it was printed in whole
+     * milliseconds, so 500us read "(0 ms)".
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"200ms", "500us"})
+    void aServerThatNeverAnswersTimesOutNamingTheKeyAndItsValue(String timeout) {
+        IpcImporter impatient = new MemfdPlugin().ipcImporter(TestContext.of(shared, Map.of("memfd.connect.timeout", timeout)));
         String name = FdProtocol.FILE_PREFIX + "-" + SharedDirectory.randomId() + "-0123456789abcdef.sock";
         try (FileDescriptor listener = libc.socket(SocketFlags.SOCK_STREAM)) {
             libc.bind(listener, shared.resolve(name).toString());
             libc.listen(listener, 4); // and never accept
             assertThatThrownBy(() -> map(impatient, new MemfdPayload(name, new byte[16], null).encode(), SIZE))
-                    .hasMessageContaining("did not answer within memfd.connect.timeout (CONDUIT_MEMFD_CONNECT_TIMEOUT) (200 ms)");
+                    .hasMessageContaining("did not answer within memfd.connect.timeout (CONDUIT_MEMFD_CONNECT_TIMEOUT) (" + timeout + ")");
         }
     }
 
