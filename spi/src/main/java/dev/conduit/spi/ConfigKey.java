@@ -78,7 +78,7 @@ public final class ConfigKey<T> {
      * {@link IllegalArgumentException}; its message, if any, says what is wrong with it ("item 'bob'
      * is not a number") and goes into the error before the expected form, so it must not carry more
      * than the value holds. Anything else it throws, an {@code Error} too (an {@code assert} of the
-     * check's), is taken for a fault of the check, not of the value: {@link #parse} then throws a
+     * check's) and a checked exception thrown undeclared (Kotlin, Lombok's {@code @SneakyThrows}), is taken for a fault of the check, not of the value: {@link #parse} then throws a
      * {@link ConfigException} that says so, with what was thrown as its cause, and the runtime
      * marks the key's plugin {@code BROKEN} instead of failing the build; only the JVM's own errors
      * (out of memory, a stack overflow) pass as they are. It is not run on the default, which must
@@ -364,7 +364,7 @@ public final class ConfigKey<T> {
         } catch (IllegalArgumentException e) {
             // A parser's own message (NumberFormatException's) says nothing a user can act on; a check's says what it refused.
             throw bad(raw, source, e.getMessage() != null ? e.getMessage() + "; " : "");
-        } catch (RuntimeException | Error e) {
+        } catch (Throwable e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
             if (Cleanup.isTheJvmsOwn(e)) throw (VirtualMachineError) e;
             // Called a bad value, it would send the user to mend a value that may well be right.
             throw new ConfigException(("the check of " + describe() + " threw " + e.getClass().getName()

@@ -112,7 +112,7 @@ public final class PluginRegistry {
                 r.reason = problem;
             }
             return r;
-        } catch (RuntimeException | Error e) { // an Error too (a class missing from the plugin, an assert of its own)
+        } catch (Throwable e) { // an Error too (a class missing from the plugin), and a checked one thrown undeclared (Kotlin)
             CloseFailures.rethrowIfTheJvmsOwn(e);
             return new PluginRecord(null, name == null ? c.label() : name, null, null, "", c.origin(),
                     EnumSet.noneOf(dev.conduit.spi.Capability.class), EnumSet.noneOf(dev.conduit.spi.ThreadMode.class), 0,
@@ -307,7 +307,7 @@ public final class PluginRegistry {
                 r.plugin.checkConfig(recording);
             } catch (ConfigException e) {
                 throw e;
-            } catch (RuntimeException | Error e) {
+            } catch (Throwable e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                 CloseFailures.rethrowIfTheJvmsOwn(e);
                 // The keys it read, the last most likely the one it choked on: what a user may try other values of meanwhile.
                 String keys = read.stream().distinct().map(k -> k.name() + " (from " + config.sourceOf(k) + ")")
