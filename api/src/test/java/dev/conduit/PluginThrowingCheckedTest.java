@@ -1,8 +1,11 @@
 package dev.conduit;
 
 import dev.conduit.PluginInfo.Status;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ConfigKey;
+import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.RecordingTransport;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
 
@@ -13,6 +16,7 @@ import static dev.conduit.testing.TestConduits.info;
 import static dev.conduit.testing.TestConduits.isolated;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * A plugin method that throws a checked exception its signature does not declare: a plugin
@@ -73,5 +77,24 @@ class PluginThrowingCheckedTest {
                 assertThat(conduit.selectedPlugins()).containsExactly("good");
             }
         }).doesNotThrowAnyException();
+    }
+
+    /**
+     * As PluginThrowingTest#aWorkerOverAPluginWhoseOpenTransportThrowsNamesThePluginAndClosesTheOthers,
+     * for a checked exception: the transport opened before it holds queues, mappings and files.
+     * Until 2026-12-07 the worker's cleanup caught only unchecked ones, so that transport stayed
+     * open for good, and {@code newWorker} threw the bare IOException, naming no plugin.
+     */
+    @Test
+    void aWorkerOverAPluginWhoseOpenTransportThrowsACheckedExceptionNamesThePluginAndClosesTheTransportsOpenedBefore() {
+        TestPlugin good = TestPlugin.named("good").priority(2);
+        TestPlugin thrower = TestPlugin.named("thrower").priority(1).transports(c -> {
+            throw sneaky(UNREADABLE);
+        });
+        try (Conduit conduit = isolated().addPlugin(good).addPlugin(thrower).build()) {
+            assertThatThrownBy(() -> conduit.newWorker(ThreadMode.SINGLE)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("plugin 'thrower' failed in openTransport()").hasCause(UNREADABLE);
+            assertThat(good.opened).singleElement().extracting(t -> ((RecordingTransport) t).closes()).isEqualTo(1);
+        }
     }
 }

@@ -107,7 +107,7 @@ public final class PluginRecord {
         T opened;
         try {
             opened = open.get();
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): not to leave the caller's cleanup
             throw failed(name, operation, e);
         }
         if (opened == null) throw returnedNull(name, operation, "an object", "PluginMetadataContract");
@@ -127,15 +127,17 @@ public final class PluginRecord {
     /**
      * What to throw for {@code thrown}, which plugin {@code plugin}'s {@code operation} threw: a
      * {@link ConduitException} as it is (how the SPI's operations fail, naming the cause and the
-     * remedy), anything else unchecked wrapped in one that names the plugin, the operation and
-     * whose fault it most likely is, {@code thrown} its cause. A plugin's bare
+     * remedy), any other exception wrapped in one that names the plugin, the operation and whose
+     * fault it most likely is, {@code thrown} its cause. A plugin's bare
      * {@code IllegalStateException} or {@code NullPointerException} used to reach the application
      * as it was, from {@code Conduit.pool}, {@code Pool.allocate}, {@code Region.exportHandle},
      * {@code importRegion} or {@code newWorker}, whose callers catch {@code ConduitException},
-     * naming neither the plugin nor that the application did nothing wrong.
+     * naming neither the plugin nor that the application did nothing wrong; and, until 2026-12-07,
+     * a checked one that a Kotlin or {@code @SneakyThrows} plugin threw undeclared passed as it was,
+     * past a caller's clean-up that catches only unchecked ones.
      */
-    public static RuntimeException failed(String plugin, String operation, RuntimeException thrown) {
-        if (thrown instanceof ConduitException) return thrown;
+    public static RuntimeException failed(String plugin, String operation, Exception thrown) {
+        if (thrown instanceof ConduitException conduitException) return conduitException;
         return new ConduitException("plugin '" + plugin + "' failed in " + operation + ": " + thrown + ". That is no ConduitException, "
                 + "by which the SPI's operations fail naming the cause and what to do, so most likely the plugin's fault: report it to "
                 + "the plugin's authors (this exception's cause is what it threw), and meanwhile leave it out (transports=^" + plugin

@@ -277,7 +277,7 @@ public final class RuntimeWorker implements Worker {
                     ThreadConfinement thread = new ThreadConfinement("conduit-confined-" + r.name());
                     try {
                         t = new ConfinedTransport(thread.call(() -> r.open("openTransport()", opening)), thread);
-                    } catch (RuntimeException | Error e) {
+                    } catch (Throwable e) {
                         thread.close();
                         throw e;
                     }
@@ -287,13 +287,13 @@ public final class RuntimeWorker implements Worker {
                 opened.add(t);
                 sinks.add(sink);
             }
-        } catch (RuntimeException | Error e) {
+        } catch (Throwable e) { // precise rethrow: what the plugin threw, also a checked one undeclared (Kotlin, @SneakyThrows)
             // An Error too (a plugin missing a class of its own): the transports opened before it
             // hold queues, mappings and files in the shared directory.
             for (Transport t : opened.reversed()) {
                 try {
                     t.close();
-                } catch (RuntimeException | Error suppressed) {
+                } catch (Throwable suppressed) { // a checked one too: the transports before it are still to close
                     e.addSuppressed(suppressed);
                 }
             }
