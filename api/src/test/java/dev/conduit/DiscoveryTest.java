@@ -605,14 +605,17 @@ class DiscoveryTest {
             assertThat(info(conduit, "dev").status()).isEqualTo(Status.REFUSED);
             assertThat(info(conduit, "dev").reason()).contains("leaving the other out by transports (^dev or ^dev-dax)");
         }
-        // A clash with the runtime's keys is refused whatever transports says: the runtime is always in use.
+        // A clash with the runtime's keys is refused whatever transports says: the runtime is always in use. Naming such a plugin
+        // to use fails the build saying so (until 2026-12-07 it passed selecting nothing: SelectionTest#namingARefusedPlugin...).
         TestPlugin pool = TestPlugin.named("pool").configKeys(ConfigKey.bytes("pool.chunk-size", 4096, 0, "the plugin's own"));
-        try (Conduit conduit = isolated().environment(Map.of("CONDUIT_POOL_CHUNK_SIZE", "128k", "CONDUIT_TRANSPORTS", "pool"))
-                .addPlugin(pool).build()) {
+        try (Conduit conduit = isolated().environment(Map.of("CONDUIT_POOL_CHUNK_SIZE", "128k")).addPlugin(pool).build()) {
             assertThat(info(conduit, "pool").status()).isEqualTo(Status.REFUSED);
             assertThat(conduit.configuration()).filteredOn(e -> e.environment().equals("CONDUIT_POOL_CHUNK_SIZE"))
                     .extracting(ConfigEntry::key, ConfigEntry::value).containsExactly(tuple("pool.chunk.size", "131072"));
         }
+        assertThatThrownBy(() -> isolated().environment(Map.of("CONDUIT_POOL_CHUNK_SIZE", "128k", "CONDUIT_TRANSPORTS", "pool"))
+                .addPlugin(pool).build().close()).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("names plugin 'pool', which was found but is REFUSED (config key 'pool.chunk-size'");
     }
 
     /**

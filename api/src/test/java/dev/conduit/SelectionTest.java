@@ -201,6 +201,20 @@ class SelectionTest {
                 .hasMessageContaining("libfragile/Native");
     }
 
+    /**
+     * As {@link #namingABrokenPluginSaysItIsBrokenAndWhy}, for a plugin found but REFUSED (a jar built for
+     * another SPI): it can be used on no host, whatever its probe would say, so naming it to use is the
+     * same mistake, and a build that passed would leave the application with no plugin at all.
+     */
+    @Test
+    void namingARefusedPluginToUseSaysItIsRefusedAndWhy() {
+        assertThatThrownBy(() -> isolated().addPlugin(TestPlugin.named("old").spiVersion("0.9")).addPlugin(TestPlugin.named("a"))
+                .transports("old").build().close())
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("'old', which was found but is REFUSED")
+                .hasMessageContaining("built for SPI 0.9");
+    }
+
     /** How a user who cannot remove a broken plugin silences it; the build used to fail, as for naming it to use. */
     @Test
     void aBrokenPluginCanBeExcluded() {

@@ -538,7 +538,7 @@ public final class PluginRegistry {
      */
     public static List<String> leaveOut(List<PluginRecord> records, List<String> transports, String source) {
         if (transports.isEmpty()) return List.of();
-        List<String> names = named(records, transports, source);
+        List<String> names = named(records, transports, source, EnumSet.of(Status.BROKEN, Status.REFUSED));
         boolean exclude = transports.getFirst().startsWith("^");
         String setting = setting(transports, source);
         for (PluginRecord r : records) {
@@ -555,18 +555,26 @@ public final class PluginRegistry {
     /**
      * Fails, as {@link #leaveOut} does, if {@code transports} names to use a plugin now
      * {@code BROKEN}: {@link #checkConfig}, which runs after {@link #leaveOut}, may have broken one.
+     * Not one {@link #declareKeys} has since {@code REFUSED}: of two plugins named to use whose keys
+     * share a variable, the one found later is refused and the other used, as docs/runtime.md says.
      */
     public static void requireNamedUsable(List<PluginRecord> records, List<String> transports, String source) {
-        if (!transports.isEmpty()) named(records, transports, source);
+        if (!transports.isEmpty()) named(records, transports, source, EnumSet.of(Status.BROKEN));
     }
 
-    /** The plugins {@code transports} names, once each in its order; fails for one not found or broken and named to use. */
-    private static List<String> named(List<PluginRecord> records, List<String> transports, String source) {
+    /**
+     * The plugins {@code transports} names, once each in its order; fails for one not found, or
+     * found but in one of the {@code unusable} statuses, and named to use. Until 2026-12-07
+     * {@link #leaveOut} let one {@code REFUSED} at discovery (built for another SPI) pass, and the
+     * build selected nothing.
+     */
+    private static List<String> named(List<PluginRecord> records, List<String> transports, String source,
+            Set<Status> unusableStatuses) {
         Set<String> known = new LinkedHashSet<>();
-        Map<String, PluginRecord> broken = new LinkedHashMap<>();
+        Map<String, PluginRecord> unusable = new LinkedHashMap<>();
         for (PluginRecord r : records) {
-            if (r.status == Status.BROKEN) {
-                broken.putIfAbsent(r.name, r);
+            if (unusableStatuses.contains(r.status)) {
+                unusable.putIfAbsent(r.name, r);
             } else if (r.status != Status.SHADOWED) {
                 known.add(r.name);
             }
@@ -582,13 +590,13 @@ public final class PluginRegistry {
             }
             // Blanks around an item are dropped by the list; those after its ^ too, or '^ verbs' would name plugin ' verbs'.
             String name = excluded ? t.substring(1).strip() : t;
-            // Excluding a plugin that is installed but broken is how a user who cannot remove it silences it.
-            if (!known.contains(name) && !(exclude && broken.containsKey(name))) {
-                PluginRecord unusable = broken.get(name);
+            // Excluding a plugin that is installed but broken or refused is how a user who cannot remove it silences it.
+            if (!known.contains(name) && !(exclude && unusable.containsKey(name))) {
+                PluginRecord found = unusable.get(name);
                 throw new ConfigException(setting + " names plugin '" + name + "', which "
-                        + (unusable != null ? "was found but is BROKEN (" + unusable.reason + ")" : "was not found") + "; found: "
+                        + (found != null ? "was found but is " + found.status + " (" + found.reason + ")" : "was not found") + "; found: "
                         + (known.isEmpty() ? "none" : String.join(", ", known))
-                        + (unusable != null || exclude ? "" : "; to use it, " + PluginInstall.howToInstall("it")));
+                        + (found != null || exclude ? "" : "; to use it, " + PluginInstall.howToInstall("it")));
             }
             if (!names.contains(name)) names.add(name);
         }
