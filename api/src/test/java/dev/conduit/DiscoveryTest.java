@@ -397,6 +397,26 @@ class DiscoveryTest {
     }
 
     /**
+     * docs/runtime.md gives "the exception and its causes" as the reason of a plugin whose metadata
+     * throws, and the WARNING of a plugin broken by its configuration's check carries what it threw: a
+     * missing class whose message is only its path ("org/example/NativeLib") must say that it is one.
+     * Until 2026-12-07 the reason was "reading its metadata failed: org/example/NativeLib", and the
+     * WARNING carried no exception.
+     */
+    @Test
+    void aPluginWhoseMetadataThrowsIsBrokenNamingTheExceptionInItsReasonAndItsWarning() {
+        NoClassDefFoundError missing = new NoClassDefFoundError("org/example/NativeLib");
+        List<java.util.logging.LogRecord> warnings = dev.conduit.testing.LoggedWarnings.loggedWhile("dev.conduit", () -> {
+            try (Conduit conduit = isolated().addPlugin(TestPlugin.named("native").brokenMetadata(missing)).build()) {
+                assertThat(info(conduit, "native").status()).isEqualTo(Status.BROKEN);
+                assertThat(info(conduit, "native").reason()).contains("NoClassDefFoundError").contains("org/example/NativeLib");
+            }
+        });
+        assertThat(warnings).filteredOn(w -> w.getMessage().startsWith("plugin native BROKEN"))
+                .singleElement().extracting(java.util.logging.LogRecord::getThrown).isSameAs(missing);
+    }
+
+    /**
      * A plugin's exception whose causes form a loop (a cause chain that comes back to itself, which
      * Throwable allows and printStackTrace guards against) made the description of the failure
      * loop, appending the same causes until the heap ran out, so one broken plugin broke the build.

@@ -114,9 +114,12 @@ public final class PluginRegistry {
             return r;
         } catch (Throwable e) { // an Error too (a class missing from the plugin), and a checked one thrown undeclared (Kotlin)
             CloseFailures.rethrowIfTheJvmsOwn(e);
-            return new PluginRecord(null, name == null ? c.label() : name, null, null, "", c.origin(),
+            // The class too: a missing class's message is its path alone ("org/example/NativeLib"); its WARNING carries e.
+            PluginRecord r = new PluginRecord(null, name == null ? c.label() : name, null, null, "", c.origin(),
                     EnumSet.noneOf(dev.conduit.spi.Capability.class), EnumSet.noneOf(dev.conduit.spi.ThreadMode.class), 0,
-                    Status.BROKEN, "reading its metadata failed: " + ServiceDiscovery.describe(e));
+                    Status.BROKEN, "reading its metadata failed: " + e.getClass().getName() + " (" + ServiceDiscovery.describe(e) + ")");
+            r.failure = e;
+            return r;
         }
     }
 
