@@ -30,6 +30,7 @@ import java.util.concurrent.CountDownLatch;
 import static dev.conduit.testing.TestConduits.info;
 import static dev.conduit.testing.TestConduits.isolated;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
 
@@ -414,6 +415,33 @@ class DiscoveryTest {
         });
         assertThat(warnings).filteredOn(w -> w.getMessage().startsWith("plugin native BROKEN"))
                 .singleElement().extracting(java.util.logging.LogRecord::getThrown).isSameAs(missing);
+    }
+
+    /**
+     * A duration key whose default is "for ever" (ChronoUnit.FOREVER's duration, a plugin's "no
+     * timeout"), longer than any value a duration key takes (ConfigKey#duration: "at most
+     * Long.MAX_VALUE nanoseconds ... so that toNanos() never throws"): the listing of the plugins and of
+     * the configuration, what conduit info shows, must still be had, and the other plugins used.
+     * Until 2026-12-07 the key was taken, and Conduit.plugins() and configuration() threw
+     * ArithmeticException (long overflow) for every plugin; now ConfigKey.duration refuses the
+     * default, which breaks that plugin alone.
+     */
+    @Test
+    void aDurationKeyWhoseDefaultIsLongerThanAnyValueBreaksItsPluginAloneAndNotTheListingOfEveryPlugin() {
+        ConduitPlugin forever = new ForwardingPlugin(TestPlugin.named("forever")) {
+            @Override
+            public List<ConfigKey<?>> configKeys() {
+                return List.of(ConfigKey.duration("forever.timeout", java.time.temporal.ChronoUnit.FOREVER.getDuration(), "No timeout."));
+            }
+        };
+        try (Conduit conduit = isolated().addPlugin(forever).addPlugin(TestPlugin.named("good")).build()) {
+            assertThat(conduit.selectedPlugins()).contains("good");
+            assertThatCode(conduit::plugins).doesNotThrowAnyException();
+            assertThatCode(conduit::configuration).doesNotThrowAnyException();
+            assertThat(info(conduit, "forever").status()).isEqualTo(Status.BROKEN);
+            assertThat(info(conduit, "forever").reason()).contains("config key forever.timeout: default PT")
+                    .contains("longer than the longest duration a key takes");
+        }
     }
 
     /**

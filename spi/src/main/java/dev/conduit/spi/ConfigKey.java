@@ -217,8 +217,22 @@ public final class ConfigKey<T> {
      * At most {@link Long#MAX_VALUE} nanoseconds (about 292 years), so {@link Duration#toNanos()}
      * never throws; {@code System.nanoTime()} plus it may overflow, so a deadline made of it is
      * compared by difference ({@code deadline - System.nanoTime() > 0}), never with {@code <}.
+     *
+     * @throws IllegalArgumentException if {@code defaultValue} is longer than that (a "no timeout" of
+     *                                  {@code ChronoUnit.FOREVER.getDuration()}), naming the key and
+     *                                  the longest it takes: listing the value in force would
+     *                                  overflow, and until 2026-12-07 made {@code conduit info} fail
+     *                                  for every plugin
      */
     public static ConfigKey<Duration> duration(String name, Duration defaultValue, String doc) {
+        if (defaultValue != null) {
+            try {
+                defaultValue.toNanos();
+            } catch (ArithmeticException e) {
+                throw new IllegalArgumentException("config key " + name + ": default " + defaultValue + " is " + TOO_LONG
+                        + "; for no limit, give that longest, Duration.ofNanos(Long.MAX_VALUE)", e);
+            }
+        }
         return new ConfigKey<>(name, Duration.class, defaultValue, "a positive duration with a unit (ns, us, ms, s, m, h), e.g. 100ms", doc, s -> {
             var m = DURATION.matcher(s.trim());
             if (!m.matches()) throw new IllegalArgumentException();

@@ -460,6 +460,24 @@ class ConfigKeyTest {
     }
 
     /**
+     * A default no value could be ("for ever", a plugin's "no timeout") made every listing of the
+     * value in force overflow; until 2026-12-07 it was taken, and conduit info failed for every plugin.
+     */
+    @Test
+    void aDurationKeyRefusesADefaultLongerThanAnyValueNamingTheKeyAndTheLongest() {
+        for (Duration forever : List.of(java.time.temporal.ChronoUnit.FOREVER.getDuration(), Duration.ofSeconds(Long.MAX_VALUE))) {
+            assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.duration("lo.timeout", forever, "Doc."))
+                    .withMessageStartingWith("config key lo.timeout: default " + forever + " is longer than the longest duration a key "
+                            + "takes, 9223372036854775807ns")
+                    .withMessageEndingWith("give that longest, Duration.ofNanos(Long.MAX_VALUE)");
+            assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.duration("lo.timeout", forever, Duration.ofMillis(1), "Doc."))
+                    .withMessageStartingWith("config key lo.timeout: default " + forever);
+        }
+        Duration longest = Duration.ofNanos(Long.MAX_VALUE);
+        assertThat(ConfigKey.duration("lo.timeout", longest, "Doc.").defaultValue()).isEqualTo(longest);
+    }
+
+    /**
      * A value in the expected form that is too large for the type says so: the expected form alone
      * ("a size in bytes of at least 0, e.g. 4096") described the value given. Until 2026-12-02 it
      * said nothing more.
