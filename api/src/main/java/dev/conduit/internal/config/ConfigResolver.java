@@ -76,7 +76,8 @@ public final class ConfigResolver implements Config {
         this.builder = Map.copyOf(builder);
         Map<String, String> env = new LinkedHashMap<>();
         environment.forEach((k, v) -> {
-            if (k.startsWith(ENV_PREFIX)) env.put(k, v);
+            // All of it in upper case, not the prefix alone: CONDUIT_probe_timeout is in another case too, and is to be told so.
+            if (k.startsWith(ENV_PREFIX) && k.equals(k.toUpperCase(Locale.ROOT))) env.put(k, v);
             else if (k.regionMatches(true, 0, ENV_PREFIX, 0, ENV_PREFIX.length())) otherCaseVariables.add(k);
         });
         this.environment = env;

@@ -104,6 +104,20 @@ class ConfigResolverTest {
     }
 
     /**
+     * As {@link #aVariableInLowerCaseIsWarnedAboutNamingTheOneToSet}, for a variable whose prefix is in
+     * upper case and the rest not (CONDUIT_ and the key's name with its dots made '_', as a template
+     * that upper-cases only the prefix writes it): it is in another case too, read by nothing, and its
+     * warning must name the variable to set. Until 2026-12-07 it was sorted by its prefix alone among
+     * the variables read, and called an unknown one, with no "did you mean".
+     */
+    @Test
+    void aVariableWithOnlyItsPrefixInUpperCaseIsWarnedAboutNamingTheOneToSet() {
+        ConfigResolver r = new ConfigResolver(Map.of(), Map.of("CONDUIT_warnm_timeout", "5s"), new Properties());
+        r.declare(ConfigKey.duration("warnm.timeout", java.time.Duration.ofSeconds(1), "doc"), "runtime");
+        assertThat(r.unknownSettingWarnings()).singleElement().asString().contains("CONDUIT_WARNM_TIMEOUT");
+    }
+
+    /**
      * A system property conduit. in another case is read by nothing (properties are read as
      * conduit. and the key's lower-case name) and is warned about as a variable in another case
      * is, naming the property to set: until 2026-12-02 it was skipped as another library's, so the
