@@ -635,16 +635,19 @@ public final class PluginRegistry {
      * Says what became of each plugin not in use. A plugin someone installed and cannot use
      * ({@code BROKEN}, {@code REFUSED}) is a mistake to fix, unlike an unavailable one (no device
      * here), so it is said where it is seen by default, as a WARNING, unless {@code transports}
-     * excludes it by name: then its user knows, and may not be able to remove it.
+     * excludes it by name: then its user knows, and may not be able to remove it. Only an entry
+     * named as a plugin is told so: a {@code plugin.path} problem (labelled by its path or jar) or a
+     * bad service declaration ({@code ?}) is no plugin, its remedy in its reason, and until
+     * 2026-12-07 it was told to add {@code ^/opt/plugns} to a list of plugin names.
      */
     public void report(System.Logger log) {
         for (PluginRecord r : all()) {
             Status status = r.status;
             if ((status == Status.BROKEN || status == Status.REFUSED) && !r.excludedByName) {
+                String exclusion = PayloadReader.isName(r.name) ? " (to stop this warning without removing it, exclude it: add ^" + r.name
+                        + " to an exclusion list in transports, CONDUIT_TRANSPORTS, such as ^" + r.name + " alone)" : "";
                 // With what the plugin threw, if it did, for its author: the stack trace says where.
-                log.log(System.Logger.Level.WARNING, () -> "plugin " + r.name + " " + status + ": " + r.reason
-                        + " (to stop this warning without removing it, exclude it: add ^" + r.name + " to an exclusion list in "
-                        + "transports, CONDUIT_TRANSPORTS, such as ^" + r.name + " alone)", r.failure);
+                log.log(System.Logger.Level.WARNING, () -> "plugin " + r.name + " " + status + ": " + r.reason + exclusion, r.failure);
             } else if (status != Status.SELECTED && status != Status.EXCLUDED) {
                 log.log(System.Logger.Level.DEBUG, () -> "plugin " + r.name + " " + status + ": " + r.reason
                         + (r.excludedByName ? " (excluded by transports)" : ""));

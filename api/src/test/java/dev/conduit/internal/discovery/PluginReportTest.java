@@ -106,6 +106,24 @@ class PluginReportTest {
         assertThat(log.thrown).containsExactly(bug);
     }
 
+    /**
+     * A plugin.path directory that is not there is listed as a BROKEN entry named by its path: no
+     * plugin, so "exclude it: add ^/opt/plugns to an exclusion list in transports", a list of plugin
+     * names, is no remedy to give; fixing plugin.path is, and the reason says so. Until 2026-12-07
+     * every BROKEN entry's WARNING ended with that exclusion, ^?, for a bad service declaration, too.
+     */
+    @Test
+    void aMissingPluginDirectoryIsNotToldToBeExcludedByTransportsAsAPlugin(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+        String missing = dir.resolve("plugns").toString();
+        RuntimeSettings settings = new RuntimeSettings(Map.of(), Map.of(), new Properties(), PluginReportTest.class.getClassLoader(),
+                false, List.of(TestPlugin.named("a")));
+        List<PluginRecord> records = PluginRegistry.discover(settings, missing, "the builder");
+        Recorded log = new Recorded();
+        PluginRegistry.probeAndSelect(records, name -> null, Duration.ofSeconds(5), "the default", List.of()).report(log);
+        assertThat(log.lines).filteredOn(l -> l.startsWith("WARNING")).singleElement().asString()
+                .contains("fix plugin.path (from the builder)").doesNotContain("^" + missing);
+    }
+
     @Test
     void aListOfNamesToUseDoesNotSilenceThem() {
         List<String> lines = report(List.of("a"), installed());
