@@ -1,5 +1,6 @@
 package dev.conduit.internal.discovery;
 
+import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.ConduitPlugin;
 
 import java.io.IOException;
@@ -34,6 +35,8 @@ import java.util.zip.ZipFile;
  * fully (docs/runtime.md).
  */
 final class PluginDirectory {
+
+    private static final System.Logger LOG = System.getLogger("dev.conduit");
 
     private PluginDirectory() {
     }
@@ -140,6 +143,22 @@ final class PluginDirectory {
         }
     }
 
+    /**
+     * Closes the loader of {@code entry}, of which no plugin came: looking for META-INF/services
+     * opened its jars, and every build of a {@code Conduit} reads plugin.path again, so each left
+     * open until a garbage collection was one descriptor more per build (until 2026-12-07,
+     * PluginDirectoryTest#aJarThatHoldsNoPluginIsLeftClosedOnTheClassPath). The loader of a plugin
+     * stays open: the plugin loads its classes through it as long as it may run.
+     */
+    private static void closeUnused(URLClassLoader loader, Path entry) {
+        try {
+            loader.close();
+        } catch (IOException e) {
+            BestEffortLog.warn(LOG, () -> "closing the class loader of " + entry + ", of which no plugin came, failed: its jars may "
+                    + "stay open until a garbage collection", e);
+        }
+    }
+
     private static boolean isJar(Path p) {
         return Files.isRegularFile(p) && p.getFileName().toString().endsWith(".jar");
     }
@@ -174,8 +193,12 @@ final class PluginDirectory {
                 URL[] urls = new URL[jars.size()];
                 for (int i = 0; i < urls.length; i++) urls[i] = jars.get(i).toUri().toURL();
                 URLClassLoader loader = new URLClassLoader("conduit-plugin-" + entry.getFileName(), urls, parentLoader);
-                ServiceDiscovery.collect(ServiceLoader.load(ConduitPlugin.class, loader), new HashSet<>(), found, where,
-                        type -> type.getClassLoader() == loader);
+                try {
+                    ServiceDiscovery.collect(ServiceLoader.load(ConduitPlugin.class, loader), new HashSet<>(), found, where,
+                            type -> type.getClassLoader() == loader);
+                } finally {
+                    if (found.stream().allMatch(c -> c.plugin() == null)) closeUnused(loader, entry);
+                }
             }
         } catch (RuntimeException | MalformedURLException | LinkageError e) {
             // FindException, ResolutionException, LayerInstantiationException: a bad plugin, not a bad runtime.

@@ -173,6 +173,39 @@ class PluginDirectoryTest {
         }
     }
 
+    /**
+     * On the class path each plugin gets a URLClassLoader, which opens its jars to look for
+     * META-INF/services; one that holds no plugin is reported broken and its loader dropped, so it
+     * must leave nothing open: each build of a Conduit loads plugin.path again. Until 2026-12-07 the
+     * loader was left to a garbage collection, and the jar stayed open meanwhile.
+     */
+    @Test
+    void aJarThatHoldsNoPluginIsLeftClosedOnTheClassPath() throws IOException {
+        Path dir = tmp.resolve("no-plugin-closed");
+        Files.createDirectories(dir);
+        Path jar = dir.resolve("somelib-1.0.jar");
+        try (JarOutputStream out = new JarOutputStream(Files.newOutputStream(jar))) {
+            out.putNextEntry(new JarEntry("somelib/readme.txt"));
+            out.write('x');
+        }
+        assertThat(PluginDirectory.load(dir, null, "the builder")).singleElement()
+                .satisfies(c -> assertThat(c.error()).startsWith("no Conduit plugin in " + jar));
+        assertThat(descriptorsOpenOn(jar)).as("descriptors of this process open on " + jar).isZero();
+    }
+
+    private static long descriptorsOpenOn(Path file) throws IOException {
+        Path real = file.toRealPath();
+        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.filter(fd -> {
+                try {
+                    return Files.readSymbolicLink(fd).equals(real);
+                } catch (IOException e) {
+                    return false; // the descriptor of the listing itself, closed meanwhile
+                }
+            }).count();
+        }
+    }
+
     /** The {@code dev.conduit.linux.Copy} class as the plugin's code resolves it. */
     private static Class<?> seenBy(ConduitPlugin plugin) {
         return loadCopy(plugin.getClass().getClassLoader());
