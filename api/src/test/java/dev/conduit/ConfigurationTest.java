@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 
+import static dev.conduit.testing.TestConduits.info;
 import static dev.conduit.testing.TestConduits.isolated;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -42,6 +43,25 @@ class ConfigurationTest {
 
     private static ConfigEntry entry(Conduit conduit, String key) {
         return conduit.configuration().stream().filter(e -> e.key().equals(key)).findFirst().orElseThrow();
+    }
+
+    /**
+     * ConduitBuilder#set takes a key "or as a property" and drops a leading "conduit.", so the key
+     * conduit.mode of a plugin called conduit, set by its own name, became the unknown key mode,
+     * "did you mean conduit.mode?". Until 2026-12-07 the name was accepted; it is now reserved, as
+     * runtime is, and the plugin refused saying why, the others used.
+     */
+    @Test
+    void aPluginCalledConduitIsRefusedSinceTheBuilderCouldNotSetItsKeysByTheirNames() {
+        ConfigKey<String> mode = ConfigKey.string("conduit.mode", "slow", "Mode.");
+        try (Conduit c = isolated().addPlugin(TestPlugin.named("conduit").configKeys(mode)).addPlugin(TestPlugin.named("good"))
+                .build()) {
+            PluginInfo refused = info(c, "conduit");
+            assertThat(refused.status()).isEqualTo(PluginInfo.Status.REFUSED);
+            assertThat(refused.reason()).contains("plugin name 'conduit' is reserved", "keys (conduit.x) could not be set there",
+                    "name the plugin otherwise");
+            assertThat(c.selectedPlugins()).containsExactly("good");
+        }
     }
 
     @Test

@@ -123,6 +123,9 @@ public final class PluginRegistry {
         }
     }
 
+    /** The first word of every system property Conduit reads, {@code conduit.}: ConduitBuilder#set drops it from a key. */
+    private static final String RESERVED_FOR_PROPERTIES = "conduit";
+
     private static String problem(String name, Version version, String spi, boolean noCapabilities, boolean noModes,
             List<ConfigKey<?>> keys) {
         if (name == null) return "name() returned null: return the plugin's name, lower-case letters, digits and '-', starting with a letter";
@@ -133,6 +136,12 @@ public final class PluginRegistry {
             // Its keys and the runtime's would be one owner's: listed as each other's, and its breaking would forget the runtime's.
             return "plugin name '" + name + "' is reserved: it owns the runtime's own config keys (ConfigEntry.owner); name the plugin "
                     + "otherwise";
+        }
+        if (name.equals(RESERVED_FOR_PROPERTIES)) {
+            // ConduitBuilder#set takes a key as its property too, dropping "conduit.": its keys conduit.x would become x there.
+            return "plugin name '" + name + "' is reserved: a key set in the builder may be given as its system property, whose "
+                    + "leading 'conduit.' is dropped, so this plugin's keys (conduit.x) could not be set there by their names; name the "
+                    + "plugin otherwise";
         }
         if (version == null) return "version() returned null";
         Version spiVersion;
