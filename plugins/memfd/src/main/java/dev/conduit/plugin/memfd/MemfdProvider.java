@@ -194,7 +194,13 @@ final class MemfdProvider implements MemoryProvider {
             FileDescriptor memfd = create(size);
             Arena arena = Arena.ofShared();
             try {
-                chunk = new MemfdChunk(this, memfd, arena, libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena));
+                // At the pool's page size, which is the huge page's when huge pages were asked for: a chunk of normal pages that
+                // memfd.hugepages=try fell back to is aligned as a huge-page chunk would be, or Pool.allocate's alignments up to
+                // that size would not hold (the runtime refuses such a chunk; until 2026-12-07 every allocation of such a pool failed).
+                MemorySegment mapped = pageSize > PAGE_SIZE
+                        ? libc.mmapAligned(memfd, 0, size, pageSize, PROT_READ | PROT_WRITE, MAP_SHARED, arena)
+                        : libc.mmap(memfd, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, arena);
+                chunk = new MemfdChunk(this, memfd, arena, mapped);
             } catch (ErrnoException e) {
                 arena.close();
                 memfd.closeAfter(e);
