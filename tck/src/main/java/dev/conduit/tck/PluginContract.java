@@ -210,13 +210,19 @@ public abstract class PluginContract {
      * Opens, once per JVM, what the JDK opens on its first use and keeps open for the JVM's life, so
      * that the check after a test does not take it for the plugin's: the socket pair of
      * {@code sun.nio.ch}'s pre-close (the first channel), the epoll instances of the pollers that park
-     * virtual threads on I/O (the first virtual thread that waits on a channel), and
-     * {@code /dev/random} and {@code /dev/urandom} ({@code SecureRandom}'s first use). Each seen with
-     * {@code /proc/self/fd} before and after such a first use.
+     * virtual threads on I/O (the first virtual thread that waits on a channel), the epoll instance
+     * and pipe of the default group of asynchronous channels (the first
+     * {@code AsynchronousServerSocketChannel} or {@code AsynchronousSocketChannel} opened without a
+     * group of its own), and {@code /dev/random} and {@code /dev/urandom} ({@code SecureRandom}'s
+     * first use). Each seen with {@code /proc/self/fd} before and after such a first use. Anything
+     * else the JDK keeps open for the JVM's life once used must be opened here too, or the first
+     * transport test to use it fails as if the plugin had left it open (until 2026-12-07 the
+     * asynchronous channels' group did, {@code TckDescriptorCheckOfTheJdksOwnTest}).
      */
     private static synchronized void openWhatTheJdkKeepsOpen() throws IOException, InterruptedException {
         if (jdkDescriptorsOpened) return;
         new java.security.SecureRandom().nextBytes(new byte[8]);
+        java.nio.channels.AsynchronousServerSocketChannel.open().close();
         java.nio.channels.Pipe pipe = java.nio.channels.Pipe.open();
         try (var source = pipe.source(); var sink = pipe.sink()) {
             Thread reader = Thread.ofVirtual().name("tck opens the JDK's pollers").start(() -> {
