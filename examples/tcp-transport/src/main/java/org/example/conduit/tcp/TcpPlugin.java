@@ -61,7 +61,12 @@ public final class TcpPlugin implements ConduitPlugin {
 
     @Override
     public Availability probe(PluginContext context) {
-        String host = host(context.config());
+        String host;
+        try {
+            host = host(context.config());
+        } catch (ConduitException e) {
+            return Availability.unavailable(e.getMessage());
+        }
         try (ServerSocketChannel probe = ServerSocketChannel.open()) {
             probe.bind(new InetSocketAddress(TcpTransport.listenAddress(host), 0));
             return Availability.available(Map.of("listen", host));
@@ -101,8 +106,16 @@ public final class TcpPlugin implements ConduitPlugin {
     /**
      * {@code tcp.host} without the blanks at its ends, which a text key keeps (an environment file, a
      * quoted shell variable) and which would make it another host name, one that resolves to nothing.
+     *
+     * @throws ConduitException if nothing is left: the empty host is the loopback address to
+     *                          {@code InetAddress.getByName}, and peers would be told to connect to ""
      */
     private static String host(Config config) {
-        return config.get(HOST).strip();
+        String host = config.get(HOST).strip();
+        if (host.isEmpty()) {
+            throw new ConduitException("tcp: tcp.host (CONDUIT_TCP_HOST) is '" + config.get(HOST) + "', which names no host; set it to "
+                    + "a local address, or leave it unset for 127.0.0.1");
+        }
+        return host;
     }
 }

@@ -292,6 +292,22 @@ class TcpTransportTest {
         }
     }
 
+    /**
+     * A tcp.host of blanks alone names no host, and is refused quoted by the probe and the open. Once
+     * stripped (2026-12-07) it was the empty host, which InetAddress.getByName reads as the loopback
+     * address: the probe said the transport was available, and the open listened on 127.0.0.1 and
+     * published the host "" to peers.
+     */
+    @Test
+    void aHostOfBlanksAloneIsRefusedNotTakenForTheLoopbackAddress(@TempDir Path shared) {
+        TestContext context = TestContext.of(shared, "tcp.host", "   ");
+        var probed = new TcpPlugin().probe(context);
+        assertFalse(probed.isAvailable(), "the probe of tcp.host='   ': " + probed);
+        assertTrue(probed.reason().contains("is '   ', which names no host"), probed.reason());
+        assertThrows(ConduitException.class, () -> new TcpPlugin()
+                .openTransport(context.forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { })).close());
+    }
+
     /** The token {@code transport}'s address carries, its last bytes. */
     private static byte[] tokenOf(Transport transport) {
         byte[] address = transport.address();
