@@ -268,11 +268,65 @@ final class ShmEndpoint implements TransportEndpoint {
     public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         try {
             return sendEncoded(id, header, maxLength, encoder);
+        } catch (EncoderFault e) {
+            throw e.fault; // the application's, as it threw it: this endpoint and its peer are as they were
         } catch (InternalError e) {
             throw sendFault(e);
         } catch (ReceiveQueue.CorruptQueueException e) {
             throw corruptQueue(e);
         }
+    }
+
+    /**
+     * A fault ({@code SIGBUS}, which the JDK throws as an {@link InternalError}) that the
+     * application's encoder met in memory of its own (a mapped file of its own, truncated), carried
+     * past {@link #trySendEncoded}'s reading of every other such fault as one of this send's
+     * mappings: until 2026-12-07 it failed the healthy endpoint as damaged, above 1 KiB (below, the
+     * runtime encodes into its own buffer and the fault reached the caller as it was).
+     */
+    private static final class EncoderFault extends RuntimeException {
+        final InternalError fault;
+
+        EncoderFault(InternalError fault) {
+            super(null, null, false, false);
+            this.fault = fault;
+        }
+    }
+
+    /** {@code encoder.encode(target)}, a fault it meets outside {@code target} carried as the encoder's ({@link #encoderFault}). */
+    private static long encode(PayloadEncoder encoder, MemorySegment target) {
+        try {
+            return encoder.encode(target);
+        } catch (InternalError fault) {
+            throw encoderFault(fault, target, 0, target.byteSize());
+        }
+    }
+
+    /** {@code encoder.encode(memory, offset, maxLength)}, a fault it meets outside that range carried as the encoder's. */
+    private static long encode(PayloadEncoder encoder, MemorySegment memory, long offset, long maxLength) {
+        try {
+            return encoder.encode(memory, offset, maxLength);
+        } catch (InternalError fault) {
+            throw encoderFault(fault, memory, offset, maxLength);
+        }
+    }
+
+    /**
+     * {@code fault}, met by the encoder, as the encoder's own ({@link EncoderFault}) when the range
+     * it was given to write is still backed, or as it is, a fault of this send's mappings, when not:
+     * a file is truncated from its end, so the range's last byte tells (the peer's queue or this
+     * connection's bounce ring cut short under the encoder fails the endpoint as damaged, as before).
+     */
+    private static RuntimeException encoderFault(InternalError fault, MemorySegment memory, long offset, long length) {
+        if (length > 0) {
+            try {
+                memory.get(ValueLayout.JAVA_BYTE, offset + length - 1);
+            } catch (InternalError ours) {
+                fault.addSuppressed(ours);
+                throw fault;
+            }
+        }
+        return new EncoderFault(fault);
     }
 
     private long sendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
@@ -288,7 +342,7 @@ final class ShmEndpoint implements TransportEndpoint {
             try {
                 // A view bounded to the record, never the ring: every sender writes the ring and the receiver parses it, so one
                 // stray write past the range could forge a record there and stall the receiver for every sender.
-                written = PayloadEncoder.checkWritten(encoder.encode(q.asSlice(body + headerLength, maxLength)), maxLength);
+                written = PayloadEncoder.checkWritten(encode(encoder, q.asSlice(body + headerLength, maxLength)), maxLength);
                 writeMessageFields(q, offset, id, (int) headerLength, written);
                 MemorySegment.copy(header, 0, q, body, headerLength);
             } catch (Throwable t) {
@@ -317,7 +371,7 @@ final class ShmEndpoint implements TransportEndpoint {
             written = PayloadEncoder.checkWritten(
                     // This connection's ring of payload bytes, which no other sender writes and the receiver does not parse: a
                     // stray write can only change this connection's own payloads.
-                    encoder.encode(bounce.ring(), bounceOffset - BounceRing.HEADER_LENGTH, maxLength), maxLength);
+                    encode(encoder, bounce.ring(), bounceOffset - BounceRing.HEADER_LENGTH, maxLength), maxLength);
         } catch (Throwable t) {
             bounce.rollback(before);
             throw t;

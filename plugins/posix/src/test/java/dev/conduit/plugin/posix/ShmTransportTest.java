@@ -865,6 +865,32 @@ class ShmTransportTest {
     }
 
     /**
+     * A zero-copy send whose record in the peer's queue crosses into a page truncated away (by a
+     * process that may write the shared directory) faults in the encoder, which writes there: that
+     * fault is of the transport's own mapping, and fails the endpoint as damaged, as the same fault
+     * at a copy of the transport's does. A fault the encoder meets in memory of the application's
+     * own reaches the caller as it is (EncoderFaultOverShmTest, integration-tests): the transport
+     * tells them apart by whether the range it gave the encoder is still backed.
+     */
+    @Test
+    void anEncodedSendWhoseRecordCrossesIntoATruncatedPageFailsTheEndpointThoughTheEncoderMetTheFault() throws Exception {
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+        assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        sendLinesUpTo(ep, receiver, received, 4096 - 64); // the next record starts on the ring's first page's last line
+        try (var channel = java.nio.channels.FileChannel.open(theQueuesFile(), java.nio.file.StandardOpenOption.WRITE)) {
+            channel.truncate(4096 + 4096);
+        }
+        assertThatThrownBy(() -> ep.trySendEncoded(9, MemorySegment.NULL, 256, target -> {
+            target.fill((byte) 1); // past the record's first 48 bytes, the page gone
+            return target.byteSize();
+        })).as("the encoded send whose record crosses into the page gone").isInstanceOf(PeerFailedException.class)
+                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).isEqualTo(PeerFailedException.Reason.DAMAGED));
+    }
+
+    /**
      * A large message held for want of room (another sender's claim was not yet taken) is posted
      * once there is room; its record, which crosses into a page of the peer's queue truncated away,
      * faults at its header's copy, after its claim: it is abandoned, as a send's is, and the receiver
