@@ -1,6 +1,8 @@
 package dev.conduit.testing;
 
 import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 
 /**
  * Bounded waits of tests that fail saying what never ended: a hang, not a slow run. The bound is
@@ -12,6 +14,20 @@ public final class HangGuard {
     public static final Duration BOUND = Duration.ofMinutes(1);
 
     private HangGuard() {
+    }
+
+    /**
+     * Waits, looking every millisecond, until {@code done} holds; one that does not after
+     * {@link #BOUND} fails the test naming {@code what}.
+     */
+    public static void until(BooleanSupplier done, String what) {
+        long deadline = System.nanoTime() + BOUND.toNanos();
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("hang guard: " + what + " never came in " + BOUND.toSeconds() + " s");
+            }
+            LockSupport.parkNanos(1_000_000);
+        }
     }
 
     /** Waits for {@code thread} to end; one still running after {@link #BOUND} fails the test naming {@code what}. */
