@@ -43,12 +43,7 @@ class PluginThrowingCheckedTest {
                 throw sneaky(UNREADABLE);
             }
         };
-        assertThatCode(() -> {
-            try (Conduit conduit = isolated().addPlugin(thrower).addPlugin(TestPlugin.named("good")).build()) {
-                assertThat(info(conduit, "thrower").status()).isEqualTo(Status.BROKEN);
-                assertThat(conduit.selectedPlugins()).containsExactly("good");
-            }
-        }).doesNotThrowAnyException();
+        assertBrokenAloneAndTheOtherUsed(isolated().addPlugin(thrower));
     }
 
     @Test
@@ -56,12 +51,7 @@ class PluginThrowingCheckedTest {
         TestPlugin thrower = TestPlugin.named("thrower").configCheck(c -> {
             throw sneaky(UNREADABLE);
         });
-        assertThatCode(() -> {
-            try (Conduit conduit = isolated().addPlugin(thrower).addPlugin(TestPlugin.named("good")).build()) {
-                assertThat(info(conduit, "thrower").status()).isEqualTo(Status.BROKEN);
-                assertThat(conduit.selectedPlugins()).containsExactly("good");
-            }
-        }).doesNotThrowAnyException();
+        assertBrokenAloneAndTheOtherUsed(isolated().addPlugin(thrower));
     }
 
     /** ConfigKey#withCheck: "Anything else it throws, an Error too ... is taken for a fault of the check, not of the value". */
@@ -70,9 +60,14 @@ class PluginThrowingCheckedTest {
         ConfigKey<Long> size = ConfigKey.bytes("thrower.size", 8192, 4096, "Doc.").withCheck("a multiple of 64", v -> {
             throw sneaky(UNREADABLE);
         });
+        assertBrokenAloneAndTheOtherUsed(isolated().environment(Map.of("CONDUIT_THROWER_SIZE", "8k"))
+                .addPlugin(TestPlugin.named("thrower").configKeys(size)));
+    }
+
+    /** Builds {@code withThrower} and a plugin "good": the build succeeds, "thrower" is BROKEN, "good" selected. */
+    private static void assertBrokenAloneAndTheOtherUsed(ConduitBuilder withThrower) {
         assertThatCode(() -> {
-            try (Conduit conduit = isolated().environment(Map.of("CONDUIT_THROWER_SIZE", "8k"))
-                    .addPlugin(TestPlugin.named("thrower").configKeys(size)).addPlugin(TestPlugin.named("good")).build()) {
+            try (Conduit conduit = withThrower.addPlugin(TestPlugin.named("good")).build()) {
                 assertThat(info(conduit, "thrower").status()).isEqualTo(Status.BROKEN);
                 assertThat(conduit.selectedPlugins()).containsExactly("good");
             }
