@@ -15,6 +15,8 @@ final class DevdaxChunk implements Chunk {
     private final long offset;
     private final DaxMapping mapping;
     private final byte[] payload;
+    /** Why the last free of this chunk failed, after which importers refuse its export; guarded by the provider's lock. */
+    private RuntimeException freeFailure;
 
     /**
      * @param provider the provider that allocated it, the only one that may export and free it
@@ -53,6 +55,15 @@ final class DevdaxChunk implements Chunk {
     /** A copy of the export payload. */
     byte[] payload() {
         return payload.clone();
+    }
+
+    /** {@code null} unless a free of this chunk failed, leaving it allocated. */
+    RuntimeException freeFailure() {
+        return freeFailure;
+    }
+
+    void freeFailed(RuntimeException why) {
+        freeFailure = why;
     }
 
     @Override

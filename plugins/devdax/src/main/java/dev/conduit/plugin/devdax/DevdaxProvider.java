@@ -464,7 +464,9 @@ final class DevdaxProvider implements MemoryProvider {
     /**
      * The payload naming the chunk's range ({@link DevdaxPayload}); nothing changes on the device.
      *
-     * @throws IllegalStateException    if the chunk was freed, or the provider closed
+     * @throws IllegalStateException    if the chunk was freed, a free of it failed (having cleared the table entry
+     *                                  importers check, or found the table truncated or another provider's), or
+     *                                  the provider closed
      * @throws IllegalArgumentException if the chunk is not this provider's
      */
     @Override
@@ -473,6 +475,10 @@ final class DevdaxProvider implements MemoryProvider {
         DevdaxChunk own = own(chunk);
         if (!live.contains(own)) {
             throw new IllegalStateException(own + " was freed; it cannot be exported");
+        }
+        if (own.freeFailure() != null) {
+            throw new IllegalStateException("cannot export " + own + ": its free failed (" + own.freeFailure().getMessage()
+                    + "), so no importer would accept its export. It is still allocated here: free it again", own.freeFailure());
         }
         return own.payload();
     }
@@ -486,10 +492,11 @@ final class DevdaxProvider implements MemoryProvider {
      *
      * @throws IllegalStateException    if the chunk was freed already, or another thread is inside a native call
      *                                  on its memory (the chunk then stays allocated, its exports revoked, and
-     *                                  can be freed again)
+     *                                  can be freed again; {@link #export} refuses it, naming this failure)
      * @throws IllegalArgumentException if the chunk is not this provider's
      * @throws ConduitException         if another provider took the device over, or the table cannot be read or
-     *                                  written (the file truncated below the metadata); nothing changes
+     *                                  written (the file truncated below the metadata); nothing changes but
+     *                                  that {@link #export} refuses the chunk, naming this failure
      */
     @Override
     public synchronized void free(Chunk chunk) {
@@ -498,12 +505,17 @@ final class DevdaxProvider implements MemoryProvider {
             if (closed) return;
             throw new IllegalStateException(own + " was freed already");
         }
-        ensureStillOwner("free " + own);
-        onMetadata("free " + own, () -> {
-            Layout.revoke(metadata, geometry, own.offset());
-            return null;
-        });
-        own.mapping().close();
+        try {
+            ensureStillOwner("free " + own);
+            onMetadata("free " + own, () -> {
+                Layout.revoke(metadata, geometry, own.offset());
+                return null;
+            });
+            own.mapping().close();
+        } catch (RuntimeException failed) {
+            own.freeFailed(failed);
+            throw failed;
+        }
         live.remove(own);
         free.give(own.offset(), own.length());
     }

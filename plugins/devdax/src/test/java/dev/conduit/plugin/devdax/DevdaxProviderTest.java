@@ -254,6 +254,36 @@ class DevdaxProviderTest {
         }
     }
 
+    /**
+     * A free clears the chunk's table entry before it unmaps the chunk; when the unmap is refused
+     * (another thread inside a native call on its memory) the chunk stays allocated with no entry.
+     * Until 2026-12-07 export still handed out its payload, which every importer then refused as
+     * "export gone": the exporter's error was found only by its peers, without the failed free.
+     */
+    @Test
+    void anExportOfAChunkWhoseFreeFailedIsRefusedNamingThatFree() throws Exception {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        Libc libc = Linux.libc();
+        try (DevdaxProvider provider = open(device);
+             SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Chunk busy = provider.allocate(UNIT);
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
+            assertThatThrownBy(() -> provider.free(busy)).isInstanceOf(IllegalStateException.class);
+
+            assertThatThrownBy(() -> provider.export(busy))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("cannot export " + busy + ": its free failed")
+                    .hasMessageContaining("no importer would accept its export")
+                    .hasMessageContaining("free it again");
+
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+            provider.free(busy);
+            assertThatThrownBy(() -> provider.export(busy)).isInstanceOf(IllegalStateException.class).hasMessageContaining("was freed");
+        }
+    }
+
     @Test
     void aRegularFileRefusesMapSyncAndTheProviderSaysSo() {
         try (DevdaxProvider provider = open(Fixtures.deviceFile(dir, "dax.img", 16 * MIB))) {
