@@ -537,7 +537,8 @@ final class DevdaxProvider implements MemoryProvider {
      * another provider hand out memory this process still uses. It throws, and a later close tries
      * again. If another provider took the device over (see {@link #allocate}), or the device file
      * was truncated below the metadata, so that touching the table faults, the table is left alone,
-     * everything here is released, and it throws naming both generations, or the file's new size.
+     * everything here is released, and it throws naming both generations, or the file's new size;
+     * when a chunk cannot be unmapped besides, the error of the close that stays open names that too.
      *
      * @throws ConduitException if a chunk could not be unmapped (the provider is then still open), the device
      *                          was taken over, its file truncated below the metadata, or releasing the metadata
@@ -560,11 +561,15 @@ final class DevdaxProvider implements MemoryProvider {
             }
         }
         if (!live.isEmpty()) {
-            throw new ConduitException("cannot close " + this + ": " + live.size() + " chunk(s) could not be unmapped ("
-                    + unmapFailure.getMessage() + ": another thread is inside a native call on their memory). "
+            ConduitException busy = new ConduitException("cannot close " + this + ": " + live.size() + " chunk(s) could not be "
+                    + "unmapped (" + unmapFailure.getMessage() + ": another thread is inside a native call on their memory). "
                     + (tableLeft == null ? "Their exports are revoked, but the" : "The") + " provider stays open and keeps the "
                     + "device locked, so that no other provider hands out memory this process still uses: let those calls return, "
-                    + "then close it again", unmapFailure);
+                    + "then close it again" + (tableLeft == null ? "" : ". The table is left as it is: " + tableLeft.getMessage()),
+                    unmapFailure);
+            // The fault (SIGBUS) behind a truncation, for the trace.
+            if (tableLeft != null) busy.addSuppressed(tableLeft);
+            throw busy;
         }
         for (Entry entry : adopted) {
             if (tableLeft == null) tableLeft = revokeAtClose(entry.offset());

@@ -387,6 +387,37 @@ class DevdaxProviderTest {
     }
 
     /**
+     * A close that finds the device file truncated below its header and cannot unmap a chunk (another
+     * thread inside a native call on it) stays open and throws for the chunk. Until 2026-12-07 that
+     * error did not name the truncation, which only the next close did: the operator, told to let the
+     * calls return and close again, was not told that the table could not be written either.
+     */
+    @Test
+    void aCloseThatFindsTheFileTruncatedAndCannotUnmapABusyChunkNamesBoth() throws Exception {
+        Path device = Fixtures.deviceFile(dir, "dax.img", 16 * MIB);
+        Libc libc = Linux.libc();
+        DevdaxProvider provider = open(device);
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Chunk busy = provider.allocate(UNIT);
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
+            Fixtures.resize(device, 0);
+
+            assertThatThrownBy(provider::close)
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("1 chunk(s) could not be unmapped")
+                    .hasMessageContaining("then close it again")
+                    .hasMessageContaining("device file " + device + " (alias 'pmem0') was truncated to 0 bytes");
+
+            Fixtures.resize(device, 16 * MIB); // the read below writes into the chunk
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+        } finally {
+            provider.abandon();
+        }
+    }
+
+    /**
      * Writing a new layout touches every page of the table; a page of a sparse file that its file
      * system cannot supply (full: a 1 GiB file at 4 KiB units on a tmpfs with 64 KiB left does
      * this by hand), or that lies past a truncation, faults (SIGBUS), and until 2026-12-07 the open
