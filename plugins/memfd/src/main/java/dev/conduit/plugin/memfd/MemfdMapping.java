@@ -6,12 +6,13 @@ import dev.conduit.spi.ExporterState;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A chunk imported by {@link MemfdImporter}: a {@code MAP_SHARED} mapping of the producer's
  * memfd, owned by a shared arena of its own. The descriptor itself was closed right after
  * mapping; the mapping keeps the memory alive, even after the producer frees the chunk.
+ *
+ * <p>Thread-safe; {@link #close()} is idempotent.
  */
 final class MemfdMapping implements ChunkMapping {
 
@@ -21,7 +22,7 @@ final class MemfdMapping implements ChunkMapping {
     private final ExporterLease exporter;
     /** Whether the memfd is huge pages ({@code memfd.hugepages}): see {@link #mayFault()}. */
     private final boolean hugePages;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    private boolean closed;
 
     MemfdMapping(Arena arena, MemorySegment segment, ExporterLease exporter, boolean hugePages) {
         this.arena = arena;
@@ -57,20 +58,22 @@ final class MemfdMapping implements ChunkMapping {
         return exporter == null ? ExporterState.UNKNOWN : exporter.state();
     }
 
-    /** Unmaps, once, and gives back the exporter's lease its looks kept open ({@link ExporterLease#close}); later calls do nothing. */
+    /**
+     * Unmaps, once, and gives back the exporter's lease its looks kept open ({@link ExporterLease#close});
+     * later calls do nothing. If another thread is inside a native call on the segment, the arena
+     * refuses to close ({@link IllegalStateException}) and the mapping stays open, its lease kept,
+     * so that a later close can succeed.
+     */
     @Override
-    public void close() {
-        if (closed.compareAndSet(false, true)) {
-            try {
-                arena.close();
-            } finally {
-                if (exporter != null) exporter.close();
-            }
-        }
+    public synchronized void close() {
+        if (closed) return;
+        arena.close();
+        closed = true;
+        if (exporter != null) exporter.close();
     }
 
     @Override
-    public String toString() {
-        return "imported memfd chunk of " + segment.byteSize() + " bytes" + (closed.get() ? ", unmapped" : "");
+    public synchronized String toString() {
+        return "imported memfd chunk of " + segment.byteSize() + " bytes" + (closed ? ", unmapped" : "");
     }
 }

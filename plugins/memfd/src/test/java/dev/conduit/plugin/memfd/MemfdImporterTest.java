@@ -11,6 +11,7 @@ import dev.conduit.linux.PeerCredentials;
 import dev.conduit.linux.ReceivedMessage;
 import dev.conduit.linux.Seals;
 import dev.conduit.linux.SocketFlags;
+import dev.conduit.linux.SocketPair;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
@@ -21,12 +22,14 @@ import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.UserNamespace;
+import dev.conduit.tck.BlockedCalls;
 import dev.conduit.tck.TestContext;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -219,6 +222,33 @@ class MemfdImporterTest {
         mapping.close();
         assertThatThrownBy(() -> mapping.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
         assertThat(chunk.segment().get(JAVA_LONG, 0)).isZero();
+    }
+
+    /**
+     * An import's unmap is refused while another thread is inside a native call on its memory.
+     * Until 2026-12-07 the mapping marked itself closed before it tried: it then read as
+     * "unmapped" though it was still mapped, gave back the exporter's lease its looks kept open,
+     * and every later close did nothing, so the mapping stayed for the life of the process.
+     */
+    @Test
+    void aCloseThatCannotUnmapTheMappingLeavesItOpenAndALaterCloseUnmapsIt() throws Exception {
+        Chunk chunk = provider.allocate(SIZE);
+        ChunkMapping mapping = map(importer, provider.export(chunk), SIZE);
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), mapping.segment().asSlice(0, 1)));
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
+
+            assertThatThrownBy(mapping::close).isInstanceOf(IllegalStateException.class);
+            assertThat(mapping.toString()).as("still mapped").doesNotContain("unmapped");
+            assertThat(Leaks.memfdMappings()).as("the chunk's and the import's").isEqualTo(2);
+
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+        }
+        mapping.close();
+        assertThat(mapping.toString()).endsWith(", unmapped");
+        assertThatThrownBy(() -> mapping.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+        assertThat(Leaks.memfdMappings()).as("the chunk's").isEqualTo(1);
     }
 
     @Test
