@@ -178,6 +178,15 @@ final class PosixMemoryProvider implements MemoryProvider {
         }
     }
 
+    /**
+     * Whether a file system whose size ({@code statfs}) is {@code totalSpace} bytes has no size limit: ramfs, and a tmpfs
+     * mounted {@code size=0}, report no blocks at all. They have no limit, not no room: only memory, and the memory
+     * cgroup ({@link CgroupMemory}), bounds them.
+     */
+    static boolean hasNoSizeLimit(long totalSpace) {
+        return totalSpace == 0;
+    }
+
     /** Whether {@code store} is a hugetlbfs mount, whose files are huge pages; false when it cannot be told. */
     static boolean isHugetlbfs(FileStore store) {
         return store != null && store.type().equals("hugetlbfs");
@@ -273,9 +282,8 @@ final class PosixMemoryProvider implements MemoryProvider {
         } catch (IOException e) {
             return; // the file system cannot say; mmap and ftruncate will report what they can
         }
-        // ramfs and a tmpfs mounted size=0 report no blocks at all (statfs): they have no limit, not no room, and only the
-        // memory cgroup below bounds them.
-        if (total != 0 && free < size) {
+        // Only the memory cgroup below bounds a file system without a size limit.
+        if (!hasNoSizeLimit(total) && free < size) {
             // The size tells a small /dev/shm from a large one that others filled, and so which remedy fits; the keys are the
             // sizes of what Conduit itself puts there, which a small directory can take less of.
             throw new ConduitException("not enough space for a chunk of " + size + " bytes in " + directory.path() + " (a file system of "

@@ -42,6 +42,25 @@ class DirectoryProbeTest {
         assertThat(ProcessResources.files(shared)).isEmpty();
     }
 
+    /**
+     * A memory file system without a size limit reports no space at all ({@code statfs}: 0 blocks,
+     * 0 available): ramfs always, a tmpfs mounted with {@code size=0}. Until 2026-12-07 the probe
+     * said "free bytes 0" there, as if the directory were full, though chunks there are taken
+     * (the allocation's free-space check knows these file systems have no limit).
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"ramfs", "tmpfs"})
+    void aMemoryFileSystemWithoutASizeLimitIsSaidToHaveNoneNotZeroFreeBytes(String type, @TempDir Path mount) throws Exception {
+        Mounts.mount(type, type.equals("tmpfs") ? "size=0" : "defaults", mount);
+        try {
+            Availability availability = plugin.probe(TestContext.of(mount));
+            assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+            assertThat(availability.details()).containsEntry("free bytes", "no size limit (" + type + " reports no blocks)");
+        } finally {
+            Mounts.unmount(mount);
+        }
+    }
+
     /** A directory on another file system (here /tmp's: a disk on most machines) works, and conduit info says where the pages go. */
     @Test
     void aDirectoryOffTmpfsIsUsableAndSaysWhetherItsPagesAreWrittenBack(@TempDir Path elsewhere) throws IOException {
