@@ -411,7 +411,8 @@ final class MemfdProvider implements MemoryProvider {
      * @throws IllegalArgumentException if {@code chunk} is not a live chunk of this provider (before its close: freed
      *                                  already; at any time: another provider's)
      * @throws IllegalStateException    if another thread still uses the chunk's memory (a futex wait on
-     *                                  it, say): the chunk is then still allocated, but no longer exported
+     *                                  it, say): the chunk is then still allocated, its exports
+     *                                  revoked (a later {@link #export} publishes it under a new token)
      */
     @Override
     public synchronized void free(Chunk chunk) {

@@ -251,6 +251,33 @@ class MemfdImporterTest {
         assertThat(Leaks.memfdMappings()).as("the chunk's").isEqualTo(1);
     }
 
+    /**
+     * A free refused while another thread is inside a native call on the chunk revokes its export all
+     * the same; unlike devdax's (whose table entry the free cleared), the memfd stays open, so a later
+     * export publishes it again under a new token, and a later free releases it.
+     */
+    @Test
+    void aFreeRefusedForABusyChunkRevokesItsExportAndALaterExportPublishesItAgain() throws Exception {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] revoked = provider.export(chunk);
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), chunk.segment().asSlice(0, 1)));
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
+
+            assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(IllegalStateException.class);
+
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+        }
+        assertThatThrownBy(() -> map(importer, revoked, SIZE)).hasMessageStartingWith("export gone");
+        chunk.segment().set(JAVA_LONG, 8, 7);
+        try (ChunkMapping mapping = map(importer, provider.export(chunk), SIZE)) {
+            assertThat(mapping.segment().get(JAVA_LONG, 8)).isEqualTo(7);
+        }
+        provider.free(chunk);
+        assertThat(Leaks.memfdMappings()).as("nothing left mapped").isZero();
+    }
+
     @Test
     void aMappingOutlivesTheFreeOfItsChunk() {
         Chunk chunk = provider.allocate(SIZE);
