@@ -31,7 +31,7 @@ class PluginThrowingCheckedTest {
 
     /** Throws {@code e}, checked or not, where the compiler would not let a checked one through: as Kotlin or Lombok do. */
     @SuppressWarnings("unchecked")
-    private static <E extends Throwable> RuntimeException sneaky(Throwable e) throws E {
+    static <E extends Throwable> RuntimeException sneaky(Throwable e) throws E {
         throw (E) e;
     }
 

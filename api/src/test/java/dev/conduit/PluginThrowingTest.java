@@ -12,6 +12,8 @@ import dev.conduit.testing.RecordingTransport;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static dev.conduit.testing.TestConduits.isolated;
@@ -29,7 +31,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  */
 class PluginThrowingTest {
 
-    private static String failure(String plugin, String operation, RuntimeException thrown) {
+    private static String failure(String plugin, String operation, Exception thrown) {
         return "plugin '" + plugin + "' failed in " + operation + ": " + thrown + ". That is no ConduitException, by which the SPI's "
                 + "operations fail naming the cause and what to do, so most likely the plugin's fault: report it to the plugin's "
                 + "authors (this exception's cause is what it threw), and meanwhile leave it out (transports=^" + plugin + ") or use "
@@ -159,6 +161,87 @@ class PluginThrowingTest {
             next[0] = new StackOverflowError();
             assertThatThrownBy(() -> conduit.pool("inproc")).as("the JVM's own error").isSameAs(next[0]);
             assertThat(closes).hasValue(3);
+        }
+    }
+
+    /**
+     * A transport's {@code address()}, asked as the worker's address is built: what it throws is
+     * named as its {@code progress}'s is, a checked exception thrown undeclared too. Until
+     * 2026-12-07 it reached the application as it was, naming no plugin.
+     */
+    @Test
+    void aWorkerAddressOverATransportWhoseAddressThrowsNamesThePluginAndTheOperation() {
+        Exception[] next = {new NullPointerException("no queue pair yet")};
+        TestPlugin throwing = TestPlugin.named("thrower").transports(c -> new RecordingTransport() {
+            @Override
+            public byte[] address() {
+                throw PluginThrowingCheckedTest.sneaky(next[0]);
+            }
+        });
+        try (Conduit conduit = isolated().addPlugin(throwing).build(); Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+            Exception thrown = next[0];
+            assertThatThrownBy(worker::address).isInstanceOf(ConduitException.class)
+                    .hasMessage(failure("thrower", "address()", thrown)).hasCause(thrown);
+            next[0] = new IOException("/dev/shm/conduit: Permission denied");
+            assertThatThrownBy(worker::address).as("a checked exception thrown undeclared").isInstanceOf(ConduitException.class)
+                    .hasMessage(failure("thrower", "address()", next[0])).hasCause(next[0]);
+        }
+    }
+
+    /**
+     * A chunk whose {@code segment()} throws, asked as the pool takes the chunk its provider's
+     * {@code allocate} returned: named as {@code allocate}'s failure is, a checked exception thrown
+     * undeclared too, and the chunk given back to the provider. Until 2026-12-07 the bare exception
+     * reached the application, naming no plugin, and the chunk was never freed.
+     */
+    @Test
+    void anAllocationWhoseChunksSegmentThrowsNamesThePluginAndFreesTheChunk() {
+        Exception[] next = {new IllegalStateException("chunk not mapped yet")};
+        AtomicInteger frees = new AtomicInteger();
+        record Unmapped(Chunk real, Exception thrown) implements Chunk {
+            @Override
+            public MemorySegment segment() {
+                throw PluginThrowingCheckedTest.sneaky(thrown);
+            }
+        }
+        ConduitPlugin throwing = new ForwardingPlugin(new InProcessMemoryPlugin()) {
+            @Override
+            public MemoryProvider openMemoryProvider(PluginContext context) {
+                MemoryProvider real = super.openMemoryProvider(context);
+                return new MemoryProvider() {
+                    @Override
+                    public long pageSize() {
+                        return real.pageSize();
+                    }
+
+                    @Override
+                    public Chunk allocate(long size) {
+                        return new Unmapped(real.allocate(size), next[0]);
+                    }
+
+                    @Override
+                    public void free(Chunk chunk) {
+                        frees.incrementAndGet();
+                        real.free(((Unmapped) chunk).real());
+                    }
+
+                    @Override
+                    public void close() {
+                        real.close();
+                    }
+                };
+            }
+        };
+        try (Conduit conduit = isolated().addPlugin(throwing).build()) {
+            Pool pool = conduit.pool("inproc");
+            Exception thrown = next[0];
+            assertThatThrownBy(() -> pool.allocate(4096)).isInstanceOf(ConduitException.class)
+                    .hasMessage(failure("inproc", "its chunk's segment()", thrown)).hasCause(thrown);
+            assertThat(frees).hasValue(1);
+            next[0] = new IOException("/dev/dax0.0: Input/output error");
+            assertThatThrownBy(() -> pool.allocate(4096)).as("a checked exception thrown undeclared").isInstanceOf(ConduitException.class)
+                    .hasMessage(failure("inproc", "its chunk's segment()", next[0])).hasCause(next[0]);
+            assertThat(frees).hasValue(2);
         }
     }
 }

@@ -12,9 +12,10 @@ final class PooledChunk {
     /** Set once, under the pool's provider lock; read without it. */
     volatile ChunkExport export;
 
-    PooledChunk(Chunk chunk) {
+    /** {@code segment} is the chunk's, asked once as the pool took the chunk ({@code RuntimePool.newChunk}). */
+    PooledChunk(Chunk chunk, MemorySegment segment) {
         this.chunk = chunk;
-        this.segment = chunk.segment();
+        this.segment = segment;
     }
 
     /** The export of a chunk: its id, unique for the pool's origin and never reused, and the plugin's payload. */

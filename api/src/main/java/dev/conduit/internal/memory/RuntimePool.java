@@ -11,6 +11,7 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.NotSupportedException;
 
+import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
 import java.util.IdentityHashMap;
 import java.util.Map;
@@ -180,12 +181,14 @@ public final class RuntimePool implements Pool {
             } catch (RuntimeException e) {
                 throw PluginRecord.failed(plugin, "its memory provider's allocate(" + length + ")", e);
             }
-            if (chunk == null || chunk.segment().byteSize() != length) {
+            MemorySegment segment = chunk == null ? null : segmentOf(chunk);
+            if (segment == null || segment.byteSize() != length) {
                 // Both sizes, and whose fault it is: "the wrong size" alone sent the plugin's author looking for which.
-                throw refusedChunk(chunk, (chunk == null ? "no chunk (null)" : "a chunk of " + chunk.segment().byteSize() + " bytes")
-                        + " from allocate(" + length + "), which gives a chunk exactly as long as asked");
+                String returned = chunk == null ? "no chunk (null)"
+                        : segment == null ? "a chunk whose segment() is null" : "a chunk of " + segment.byteSize() + " bytes";
+                throw refusedChunk(chunk, returned + " from allocate(" + length + "), which gives a chunk exactly as long as asked");
             }
-            long address = chunk.segment().address();
+            long address = segment.address();
             if ((address & (pageSize - 1)) != 0) {
                 // Pool.allocate's alignments up to the page size hold only on page-aligned chunks: a region of this one would be
                 // misaligned with no word (until 2026-12-07 it was, from a provider taking arena.allocate(size), 16-byte aligned).
@@ -193,12 +196,29 @@ public final class RuntimePool implements Pool {
                         + "), which is not a multiple of its page size (" + pageSize + " bytes): a chunk is page-aligned");
             }
             heldBytes += length;
-            PooledChunk pooled = new PooledChunk(chunk);
+            PooledChunk pooled = new PooledChunk(chunk, segment);
             // Under the lock that took it: a close between the two would free it and leave the region over freed memory.
             if (!shared) dedicated.put(pooled, Boolean.TRUE);
             return pooled;
         } finally {
             providerLock.unlock();
+        }
+    }
+
+    /**
+     * The memory of a chunk the provider just returned, asked once: a chunk whose {@code segment()}
+     * throws (a checked exception undeclared too, Kotlin's or {@code @SneakyThrows}') is named as
+     * the plugin's fault, as its {@code allocate} would be, and given back to it. Until 2026-12-07
+     * the plugin's bare exception reached the application as it was, naming no plugin, and the
+     * chunk was never freed.
+     */
+    private MemorySegment segmentOf(Chunk chunk) {
+        try {
+            return chunk.segment();
+        } catch (Exception e) {
+            RuntimeException failed = PluginRecord.failed(plugin, "its chunk's segment()", e);
+            Cleanup.run(failed, () -> provider.free(chunk));
+            throw failed;
         }
     }
 

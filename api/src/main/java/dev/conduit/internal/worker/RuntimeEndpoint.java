@@ -760,14 +760,15 @@ final class RuntimeEndpoint implements Endpoint {
      * {@code IllegalArgumentException}, a limit of the plugin's; a {@code WrongThreadException}, the
      * JDK's for an application's segment confined to another thread, which the plugin reads or
      * writes for the caller), anything else named as most likely the plugin's fault
-     * ({@link PluginRecord#failed}). A plugin's {@code NullPointerException} or
-     * {@code IndexOutOfBoundsException} used to reach the application as it was, from calls whose
-     * callers catch {@code ConduitException}, naming neither the plugin nor the operation.
+     * ({@link PluginRecord#failed}), a checked one it threw undeclared (Kotlin, {@code @SneakyThrows})
+     * too. A plugin's {@code NullPointerException} or {@code IndexOutOfBoundsException} used to reach
+     * the application as it was, from calls whose callers catch {@code ConduitException}, naming
+     * neither the plugin nor the operation.
      */
-    static RuntimeException thrownBy(String plugin, String operation, RuntimeException thrown) {
+    static RuntimeException thrownBy(String plugin, String operation, Exception thrown) {
         if (thrown instanceof IllegalStateException || thrown instanceof IllegalArgumentException
                 || thrown instanceof WrongThreadException) {
-            return thrown;
+            return (RuntimeException) thrown;
         }
         return PluginRecord.failed(plugin, operation + "()", thrown);
     }

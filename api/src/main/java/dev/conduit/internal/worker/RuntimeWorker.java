@@ -535,7 +535,12 @@ public final class RuntimeWorker implements Worker {
     private WorkerAddress buildAddress() {
         List<AddressFormat.Entry> entries = new ArrayList<>();
         for (int i = 0; i < transports.length; i++) {
-            byte[] bytes = transports[i].address();
+            byte[] bytes;
+            try {
+                bytes = transports[i].address();
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
+                throw RuntimeEndpoint.thrownBy(transportNames[i], "address", e);
+            }
             if (bytes == null) throw new ConduitException("transport '" + transportNames[i] + "' gave no address (null)");
             if (bytes.length > AddressFormat.MAX_TRANSPORT_ADDRESS) {
                 throw new ConduitException("transport '" + transportNames[i] + "' gave an address of " + bytes.length + " bytes; at most "
