@@ -111,7 +111,8 @@ final class RuntimeEndpoint implements Endpoint {
     /**
      * The application's encoder as {@link #encode} hands it to the transport's {@code trySendEncoded}, which calls it
      * there: it notes what the encoder throws, so that an exception out of {@code trySendEncoded} is told apart as the
-     * encoder's, which reaches the application as it is, or the transport's. Until 2026-12-07 every
+     * encoder's, which reaches the application as it is, or the transport's, named as {@code trySend}'s is
+     * ({@link #thrownBy}: until 2026-12-07 a bare one passed as it was, naming no plugin). Until 2026-12-07 every
      * {@link PeerFailedException} out of it failed this endpoint (one the encoder threw from a send on another endpoint
      * of the worker, whose peer had died, failed this healthy one too), and every {@link NotSupportedException} turned
      * zero-copy off for good and called the encoder again (one the encoder threw itself: {@code Region.exportHandle()}
@@ -266,6 +267,9 @@ final class RuntimeEndpoint implements Endpoint {
             if (observed.threw(e)) throw e; // the application's, not the transport's word that it has no zero-copy send
             encodesInPlace = false;
             return encodeHere(id, header, maxLength, encoder);
+        } catch (RuntimeException e) {
+            if (observed.threw(e)) throw e; // the application's encoder's, as Endpoint.send promises
+            throw thrownBy(transport, "trySendEncoded", e);
         } finally {
             observed.forget();
         }

@@ -5,6 +5,7 @@ import dev.conduit.Endpoint;
 import dev.conduit.Worker;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.Capability;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.EndpointEvents;
 import dev.conduit.spi.MessageSink;
@@ -141,6 +142,33 @@ class ZeroCopyEncoderTest {
         assertThat(self.isFailed()).as("whether the endpoint whose transport found its peer dead failed").isTrue();
     }
 
+    /**
+     * A bare exception the transport throws itself out of {@code trySendEncoded} is named as the
+     * plugin's fault, as one out of {@code trySend} is; one the encoder threw through it is the
+     * application's and reaches it as it is, told apart by identity. Until 2026-12-07 the
+     * transport's passed as it was, naming no plugin.
+     */
+    @Test
+    void aTransportsBareExceptionFromTrySendEncodedIsThePluginsFaultAndTheEncodersPassesAsItIs() {
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint self = worker.connect(worker.address());
+        NullPointerException bug = new NullPointerException("ring slot");
+        plugin.transport.endpoints.getFirst().commitFault = bug;
+
+        Throwable transports = catchThrowable(() -> self.send(1, MemorySegment.NULL, 4096, target -> 0));
+        plugin.transport.endpoints.getFirst().commitFault = null;
+        IndexOutOfBoundsException applications = new IndexOutOfBoundsException("Index 9 out of bounds for length 8");
+        Throwable encoders = catchThrowable(() -> self.send(1, MemorySegment.NULL, 4096, target -> {
+            throw applications;
+        }));
+
+        assertThat(transports).as("the transport's own exception").isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inplace' failed in trySendEncoded(): " + bug + ". That is no ConduitException")
+                .hasCause(bug);
+        assertThat(encoders).as("what the encoder threw through the transport").isSameAs(applications);
+    }
+
     /** A plugin whose transport sends every encoded payload in place, calling the encoder itself, and has room always. */
     static final class InPlacePlugin implements ConduitPlugin {
         InPlaceTransport transport;
@@ -193,9 +221,13 @@ class ZeroCopyEncoderTest {
         public void close() {
         }
 
-        /** Sends in place, calling the encoder itself, with room always; once {@code peerDied}, even set while it encodes, all sends say so. */
+        /**
+         * Sends in place, calling the encoder itself, with room always; once {@code peerDied}, even set while it encodes, all
+         * sends say so. While {@code commitFault} is set, an encoded send throws it once the encoder returned.
+         */
         final class InPlaceEndpoint implements TransportEndpoint {
             boolean peerDied;
+            RuntimeException commitFault;
 
             @Override public long maxPayloadSize() { return 1 << 20; }
 
@@ -214,6 +246,7 @@ class ZeroCopyEncoderTest {
                 MemorySegment target = Arena.ofAuto().allocate(maxLength);
                 long written = PayloadEncoder.checkWritten(encoder.encode(target, 0, maxLength), maxLength);
                 if (peerDied) throw new PeerFailedException(PeerFailedException.Reason.DIED, "this endpoint's peer died meanwhile");
+                if (commitFault != null) throw commitFault;
                 sent.add(new Object[] {id, target.asSlice(0, written)});
                 return written;
             }
