@@ -1,8 +1,6 @@
 package dev.conduit;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.function.Consumer;
 
 /**
@@ -27,7 +25,9 @@ import java.util.function.Consumer;
  * java.lang.foreign.MemorySegment, long, long)}), whose reuse stops nobody.
  * {@code close()} may be called from any thread, and more than once (the calls after one that
  * returned do nothing; one that threw, refused while another thread's native call held a copy's
- * memory, left the payload open for a later close to try again). After it, {@link #segment()} throws {@link IllegalStateException}; a view taken before
+ * memory, left the payload open for a later close to try again; one that overlaps another, such as
+ * the worker's close, waits for it, and tries again itself if that one was refused: a close that
+ * returned has given the payload back). After it, {@link #segment()} throws {@link IllegalStateException}; a view taken before
  * reads a copy's memory no more (it throws {@link IllegalStateException}), and a view of a payload
  * kept in place reads bytes that are the transport's to reuse, i.e. undefined, until the transport
  * unmaps them (it then throws too: never a JVM crash).
@@ -37,20 +37,12 @@ import java.util.function.Consumer;
  */
 public final class KeptPayload implements AutoCloseable {
 
-    private static final VarHandle CLOSED;
-
-    static {
-        try {
-            CLOSED = MethodHandles.lookup().findVarHandle(KeptPayload.class, "closed", boolean.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
-
     private final MemorySegment segment;
     private final Runnable release;
     private final Consumer<KeptPayload> forget;
-    @SuppressWarnings("unused") // through CLOSED
+    /** Held by a close through its release: one that overlaps it waits for its outcome ({@link #close()}). */
+    private final Object closing = new Object();
+    /** Written under {@link #closing}; read without it by {@link #segment()}. */
     private volatile boolean closed;
 
     /**
@@ -80,19 +72,28 @@ public final class KeptPayload implements AutoCloseable {
     /**
      * Gives the payload's memory back; callable from any thread, and idempotent once it returned.
      *
+     * <p>A close that overlaps another waits for it, and gives the payload back itself if that one
+     * was refused.
+     *
      * @throws IllegalStateException when the JDK refuses to close a copy's arena: another thread is
      *         inside a native call that holds a segment of it. The payload then stays open and its
      *         memory held; close it again once that call returned
      */
     @Override
     public void close() {
-        if (!CLOSED.compareAndSet(this, false, true)) return;
-        try {
-            release.run();
-        } catch (RuntimeException | Error e) {
-            // Not given back: open again, and still the worker's, so that a later close, or the worker's, tries again.
-            CLOSED.setVolatile(this, false);
-            throw e;
+        // A close that overlaps another (the worker's and the application's) waits for its outcome, and tries the release
+        // itself when that one was refused: until 2026-12-07 it returned at once, as if the payload were given back, and
+        // when the other's release was then refused nobody closed the payload (KeptPayloadReleaseRefusedTest).
+        synchronized (closing) {
+            if (closed) return;
+            closed = true; // segment() refuses from the release's start: the memory is being given back
+            try {
+                release.run();
+            } catch (RuntimeException | Error e) {
+                // Not given back: open again, and still the worker's, so that a later close, or the worker's, tries again.
+                closed = false;
+                throw e;
+            }
         }
         forget.accept(this);
     }
