@@ -164,8 +164,17 @@ final class PerfProtocol {
         private final String what;
 
         Reader(Message message, String what) {
-            this.in = ByteBuffer.wrap(message.payloadToArray()).order(ByteOrder.LITTLE_ENDIAN);
+            this(ByteBuffer.wrap(message.payloadToArray()).order(ByteOrder.LITTLE_ENDIAN), what);
+        }
+
+        private Reader(ByteBuffer in, String what) {
+            this.in = in;
             this.what = what;
+        }
+
+        /** A reader of the same message from its first byte, this one's position left where it is. */
+        Reader fromTheStart() {
+            return new Reader(in.duplicate().order(ByteOrder.LITTLE_ENDIAN).rewind(), what);
         }
 
         int u8() {

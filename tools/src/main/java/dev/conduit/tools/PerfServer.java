@@ -136,6 +136,8 @@ final class PerfServer {
     private String clientGaveUp;
     private PeerFailedException clientFailure;
     private String clientName;
+    /** The served client's worker, as its HELLO named it: a HELLO of the same worker during its session is not a second client. */
+    private WorkerAddress clientAddress;
     private int phases;
     /** The number of the session being served, counting from 1; WELCOME gives it, and the client's BEGIN, END and BYE carry it. */
     private long session;
@@ -459,6 +461,7 @@ final class PerfServer {
                     + "client is not conduit perf's, or a broken one");
         }
         client = worker.connect(address, (ep, cause) -> clientFailure = cause);
+        clientAddress = address;
         clientName = hello.clientName();
         phases = 0;
         session++;
@@ -514,8 +517,12 @@ final class PerfServer {
         hellosDropped = 0;
     }
 
-    /** A second client while one is served: tell it, and forget it. */
+    /** A second client while one is served: tell it, and forget it. The served client's own HELLO is ignored, saying so. */
     private void refuse(PerfProtocol.Reader r) {
+        if (ofTheServedClient(r)) {
+            ignoreHelloOfTheServedClient();
+            return;
+        }
         try {
             r.u8();
             // Closed whatever its send does: left open, it kept mapping the refused client's queue for as long as that lived.
@@ -527,6 +534,31 @@ final class PerfServer {
         } catch (RuntimeException e) {
             err.println("conduit perf server: could not turn away a second client: " + e.getMessage());
         }
+    }
+
+    /**
+     * Whether a waiting HELLO names the served client's worker, judged on a copy of it: one that cannot be read so is not,
+     * and is refused, or served, as any other.
+     */
+    private boolean ofTheServedClient(PerfProtocol.Reader hello) {
+        if (clientAddress == null) return false;
+        try {
+            PerfProtocol.Reader r = hello.fromTheStart();
+            return r.u8() == PerfProtocol.VERSION
+                    && WorkerIdentity.sameWorker(WorkerAddress.fromBytes(PerfProtocol.Hello.read(r).workerAddress()), clientAddress);
+        } catch (RuntimeException unreadable) {
+            return false;
+        }
+    }
+
+    /**
+     * A conduit perf client says HELLO once: another during its own session breaks the protocol. It is not answered: a
+     * WELCOME would reach the client's worker in the middle of its run, and the busy answer to a second client told it
+     * the server was busy with itself. The session goes on.
+     */
+    private void ignoreHelloOfTheServedClient() {
+        err.println("conduit perf server: ignored a HELLO of " + clientName + " in its own session " + session + ": a conduit perf "
+                + "client says HELLO once, before its session (the client is not conduit perf's, or a broken one)");
     }
 
     private void begin() {
@@ -654,6 +686,13 @@ final class PerfServer {
 
     private void endSession() {
         allocatedAtReady = -1; // a phase the session left unended measures nothing for the next one
+        // Read in the pass that ended the session (with its BYE), the client's own HELLO was left waiting, and became a second
+        // session of that client; another client's HELLO read then is served next.
+        hellos.removeIf(hello -> {
+            boolean own = ofTheServedClient(hello);
+            if (own) ignoreHelloOfTheServedClient();
+            return own;
+        });
         if (client != null) {
             try {
                 long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
@@ -667,6 +706,7 @@ final class PerfServer {
         }
         if (ipcRegion != null) ipcRegion.close();
         client = null;
+        clientAddress = null;
         clientRegion = null;
         ipcRegion = null;
         sessionRegion = null;

@@ -652,6 +652,33 @@ class PerfServerTest {
     }
 
     /**
+     * HELLOs of the served client in its own session, followed at once by its BYE, are ignored, each said on the server's
+     * standard error, and start no session of their own: the --keep server serves the next client. The server turned away
+     * one waiting HELLO per pass of its loop and ended the session on BYE, so the HELLOs still waiting then became a
+     * second session of the same client (found by review).
+     */
+    @Test
+    void hellosOfTheServedClientInItsOwnSessionAreIgnoredAndStartNoSessionAfterItsBye() throws Exception {
+        int hellos = 3;
+        withKeepServer("HELLOs of the served client, then its BYE", (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
+            try (Session served = new Session(clientConduit, bootstrap, serverSaid)) {
+                served.hello();
+                for (int i = 0; i < hellos; i++) served.sayHello();
+                served.bye();
+                served.progressUntil(() -> serverErr.toString().contains("ended after 0 phases"), "the end of the session");
+            }
+            serveTheNextClient(clientConduit, bootstrap, serverErr, serverSaid);
+            String said = serverErr.toString();
+            assertThat(occurrences(said, " (thread mode SINGLE, wakeup busy, transport posix)")).as("sessions started; " + serverSaid.get())
+                    .isEqualTo(2);
+            assertThat(occurrences(said, "ignored a HELLO of pid " + ProcessHandle.current().pid() + " on " + PerfCommand.hostName()
+                    + " in its own session 1: a conduit perf client says HELLO once, before its session (the client is not conduit "
+                    + "perf's, or a broken one)")).as("HELLOs said ignored; " + serverSaid.get()).isEqualTo(hellos);
+            assertThat(said).as(serverSaid.get()).doesNotContain("failed").doesNotContain("could not");
+        });
+    }
+
+    /**
      * A client that says HELLO and then nothing, or nothing after a phase's ENDED, holds a --keep server for its
      * {@code --timeout} at most: the session is ended, saying why, and the next client is served. Such a client, or a HELLO
      * naming another live worker's address (which that worker never follows with BEGIN), held the server while it lived, and
@@ -730,6 +757,11 @@ class PerfServerTest {
         try (Stream<Path> files = Files.list(shared)) {
             return files.filter(file -> file.getFileName().toString().endsWith(".chunk")).count();
         }
+    }
+
+    /** How many times {@code line} occurs in {@code said}, word for word. */
+    private static int occurrences(String said, String line) {
+        return said.split(java.util.regex.Pattern.quote(line), -1).length - 1;
     }
 
     /** How many HELLOs the server said it dropped. */
