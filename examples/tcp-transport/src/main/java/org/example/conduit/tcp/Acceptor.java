@@ -1,5 +1,6 @@
 package org.example.conduit.tcp;
 
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.RepeatedWarning;
@@ -21,6 +22,7 @@ import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Function;
 
 /**
  * The receiving half of the handshake, on a thread of its own: a connector waits for the
@@ -66,8 +68,13 @@ final class Acceptor implements AutoCloseable {
     private final Thread thread;
     private volatile boolean closing;
 
-    /** Starts accepting on {@code server}, which stays the caller's to close, after this. */
-    Acceptor(ServerSocketChannel server, byte[] token, int maxPayload, Duration timeout, System.Logger log) throws IOException {
+    /**
+     * Starts accepting on {@code server}, on a thread that {@code startThread} starts ({@link #startDaemon}; a test's may
+     * fail as in a process out of threads). {@code server} stays the caller's to close, also when this throws; the
+     * selector this opens is closed whatever it fails on.
+     */
+    Acceptor(ServerSocketChannel server, byte[] token, int maxPayload, Duration timeout, System.Logger log,
+             Function<Runnable, Thread> startThread) throws IOException {
         this.server = server;
         this.token = token;
         this.maxPayload = maxPayload;
@@ -78,11 +85,17 @@ final class Acceptor implements AutoCloseable {
         try {
             server.configureBlocking(false);
             server.register(selector, SelectionKey.OP_ACCEPT);
+            // An OutOfMemoryError ("unable to create native thread") or a refusal of the thread's start leaked the selector.
+            this.thread = startThread.apply(this::serve);
         } catch (IOException | RuntimeException | Error e) {
-            selector.close();
+            Cleanup.run(e, () -> TcpTransport.closeQuietly(selector));
             throw e;
         }
-        this.thread = Thread.ofPlatform().daemon().name("conduit-tcp-acceptor-" + THREADS.incrementAndGet()).start(this::serve);
+    }
+
+    /** The accepting thread: a daemon, so that a worker left open does not keep the JVM alive. */
+    static Thread startDaemon(Runnable serve) {
+        return Thread.ofPlatform().daemon().name("conduit-tcp-acceptor-" + THREADS.incrementAndGet()).start(serve);
     }
 
     /** The next verified connection, or {@code null}; it is the caller's from then on. */

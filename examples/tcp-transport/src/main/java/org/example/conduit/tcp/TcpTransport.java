@@ -1,5 +1,6 @@
 package org.example.conduit.tcp;
 
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.EndpointEvents;
@@ -31,6 +32,7 @@ import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * One worker's TCP transport: a listening socket whose address and token peers connect to, the
@@ -77,8 +79,8 @@ final class TcpTransport implements Transport {
     private final List<TcpEndpoint> endpoints = new ArrayList<>();
     private boolean closed;
 
-    private TcpTransport(TransportContext context, ServerSocketChannel server, String host, int maxPayload, Duration connectTimeout)
-            throws IOException {
+    private TcpTransport(TransportContext context, ServerSocketChannel server, String host, int maxPayload, Duration connectTimeout,
+                         Function<Runnable, Thread> startAcceptor) throws IOException {
         this.log = context.logger();
         this.inboundDropped = new RepeatedWarning(log, Duration.ofMinutes(1));
         this.sink = context.messageSink();
@@ -90,19 +92,34 @@ final class TcpTransport implements Transport {
         int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
         this.address = new PayloadWriter().u8(Frame.VERSION).string(host).u16(port).u32(maxPayload).string(loopbackScope)
                 .bytes(token).toByteArray();
-        this.acceptor = new Acceptor(server, token, maxPayload, connectTimeout, log); // last: its thread starts at once
+        this.acceptor = new Acceptor(server, token, maxPayload, connectTimeout, log, startAcceptor); // last: its thread starts at once
     }
 
     static TcpTransport open(TransportContext context, String host, int maxPayload, Duration connectTimeout) {
+        return open(context, host, maxPayload, connectTimeout, Acceptor::startDaemon);
+    }
+
+    /**
+     * As {@link #open(TransportContext, String, int, Duration)}, the acceptor's thread started by {@code startAcceptor}. The
+     * listening socket is closed whatever the open fails on: an {@code Error} or a {@code RuntimeException} (the acceptor's
+     * thread that cannot start, an {@code OutOfMemoryError} "unable to create native thread") leaked it, as the acceptor its
+     * selector, for only an {@code IOException} was caught.
+     */
+    static TcpTransport open(TransportContext context, String host, int maxPayload, Duration connectTimeout,
+                             Function<Runnable, Thread> startAcceptor) {
         ServerSocketChannel server = null;
         try {
             InetAddress listen = listenAddress(host);
             server = ServerSocketChannel.open();
             server.bind(new InetSocketAddress(listen, 0));
-            return new TcpTransport(context, server, host, maxPayload, connectTimeout);
+            return new TcpTransport(context, server, host, maxPayload, connectTimeout, startAcceptor);
         } catch (IOException e) {
             closeQuietly(server);
             throw new ConduitException("tcp: " + cannotListen(host, e), e);
+        } catch (RuntimeException | Error e) {
+            ServerSocketChannel opened = server;
+            Cleanup.run(e, () -> closeQuietly(opened));
+            throw e;
         }
     }
 

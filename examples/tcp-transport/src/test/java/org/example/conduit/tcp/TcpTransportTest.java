@@ -25,10 +25,13 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -158,6 +161,43 @@ class TcpTransportTest {
             while (ended.isEmpty()) transport.progress();
             assertEquals(keys, ended, "the end told once, for the connection's key");
             assertNull(transport.senderAddress(keys.getFirst()), "senderAddress once the end was told");
+        }
+    }
+
+    /**
+     * An open that fails once its socket listens, here on the acceptor's thread that cannot start (a process out of threads:
+     * an OutOfMemoryError "unable to create native thread"), closes the listening socket and the acceptor's selector, and
+     * throws that failure as it came. Only an IOException was caught: the socket and the selector stayed open.
+     */
+    @Test
+    void anOpenWhoseAcceptorThreadCannotStartClosesItsSocketAndSelector(@TempDir Path shared) throws IOException {
+        OutOfMemoryError noThread = new OutOfMemoryError("unable to create native thread: possibly out of memory or process/resource "
+                + "limits reached");
+        List<String> before = socketsAndEventDescriptors();
+
+        OutOfMemoryError thrown = assertThrows(OutOfMemoryError.class, () -> TcpTransport.open(TestContext.of(shared)
+                .forTransport(ThreadMode.SERIALIZED, (id, hb, ho, hl, pb, po, pl) -> { }), "127.0.0.1", 1 << 16, Duration.ofSeconds(5),
+                serve -> {
+                    throw noThread;
+                }));
+
+        assertSame(noThread, thrown);
+        assertEquals(before, socketsAndEventDescriptors(), "this process's sockets, pipes and event descriptors after the failed open");
+    }
+
+    /** This process's descriptors that a listening socket or a selector holds (a socket; an epoll, an eventfd or a pipe), each with its target. */
+    private static List<String> socketsAndEventDescriptors() throws IOException {
+        try (Stream<Path> descriptors = Files.list(Path.of("/proc/self/fd"))) {
+            return descriptors.map(TcpTransportTest::describeDescriptor)
+                    .filter(d -> d.contains("socket:") || d.contains("anon_inode:") || d.contains("pipe:")).sorted().toList();
+        }
+    }
+
+    private static String describeDescriptor(Path descriptor) {
+        try {
+            return descriptor.getFileName() + " -> " + Files.readSymbolicLink(descriptor);
+        } catch (IOException closedMeanwhile) { // the listing's own directory descriptor, closed by the time it is read
+            return descriptor.getFileName() + " (closed)";
         }
     }
 
