@@ -10,6 +10,8 @@ module dev.conduit.tck {
     requires transitive org.junit.jupiter.api;
     requires org.assertj.core;
     requires java.management;
+    // HotSpotDiagnosticMXBean.dumpThreads: the only list of a JVM's virtual threads (VirtualThreads).
+    requires jdk.management;
 
     exports dev.conduit.tck;
     // JUnit reaches the suites' methods reflectively, wherever it is loaded from.

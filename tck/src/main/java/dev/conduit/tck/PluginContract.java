@@ -80,8 +80,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * group of its own, which every thread started from it inherits, the plugin's and the runtime's,
  * and their threads' threads: so the TCK tells them from the JDK's (in the JDK's own groups, or
  * the common pool's), JUnit's and those of other tests running in the same JVM (in theirs).
- * Virtual threads are in none of those groups (the JDK puts them all in one), so one the plugin
- * left running is not seen.
+ * Virtual threads are in none of those groups (the JDK puts them all in one): the TCK finds them in
+ * the JDK's thread dump ({@link VirtualThreads}), and counts those alive after the test that were
+ * not before it. Where the dump does not list them all ({@code -Djdk.trackAllThreads=false}) every
+ * test fails saying so.
  *
  * <p>In a suite that {@link #checksDescriptors() checks them} (the transport suite), a descriptor
  * of this process opened during a test and still open once what it opened is closed fails the
@@ -108,6 +110,8 @@ public abstract class PluginContract {
     private Set<String> filesBefore;
     /** This process's descriptors before the test, where the suite {@link #checksDescriptors() checks them}; else null. */
     private Map<String, String> descriptorsBefore;
+    /** The virtual threads alive before the test, by id ({@link VirtualThreads}); null when the JDK does not list them all. */
+    private Set<Long> virtualThreadsBefore;
     private static boolean jdkDescriptorsOpened;
 
     PluginContract() {
@@ -250,6 +254,7 @@ public abstract class PluginContract {
             openWhatTheJdkKeepsOpen();
             descriptorsBefore = openDescriptors();
         }
+        virtualThreadsBefore = VirtualThreads.allTracked() ? Set.copyOf(VirtualThreads.alive().keySet()) : null;
     }
 
     @AfterEach
@@ -295,15 +300,24 @@ public abstract class PluginContract {
                                 .map(e -> "\n      at " + e).collect(Collectors.joining())).collect(Collectors.joining())));
             }
             Duration threadsEnding = threadsEndingBound();
+            long threadsDeadline = System.nanoTime() + threadsEnding.toNanos();
             List<Thread> left = threadsTheTestStartedStillAlive(threadsEnding);
-            if (!left.isEmpty()) {
+            List<VirtualThreads.Seen> virtualLeft = virtualThreadsTheTestStartedStillAlive(threadsDeadline);
+            if (virtualThreadsBefore == null) {
+                failure = add(failure, new AssertionError("the TCK cannot see the virtual threads started during the test: "
+                        + "jdk.trackAllThreads is false, so the JDK's thread dump, the only list of them, leaves out those started "
+                        + "with Thread.ofVirtual() (a plugin's close() that left one running would pass); run the TCK without "
+                        + "-Djdk.trackAllThreads=false"));
+            }
+            if (!left.isEmpty() || !virtualLeft.isEmpty()) {
                 boolean first = SUITES_THAT_LEFT_THREADS.add(getClass());
-                failure = add(failure, new AssertionError(left.size() + " thread(s) started during the test (by the plugin, or by the "
-                        + "runtime for it) still alive " + threadsEnding + " after everything the test opened was closed: close() stops "
+                failure = add(failure, new AssertionError(left.size() + virtualLeft.size() + " thread(s) started during the test (by the "
+                        + "plugin, or by the runtime for it) still alive " + threadsEnding + " after everything the test opened was closed: close() stops "
                         + "every thread the plugin started, and its threads are daemon threads (one left running keeps the "
                         + "application's JVM from exiting)" + (first && threadsEnding.compareTo(THREADS_ENDING_AT_LEAST) > 0
                         ? " (the suite's later tests wait " + THREADS_ENDING_AT_LEAST + " for threads to end, not " + threadsEnding + ")" : "")
-                        + ":" + left.stream().map(PluginContract::describe).collect(Collectors.joining())));
+                        + ":" + left.stream().map(PluginContract::describe).collect(Collectors.joining())
+                        + virtualLeft.stream().map(PluginContract::describe).collect(Collectors.joining())));
             }
             Set<String> after = listing(directory);
             after.removeAll(filesBefore);
@@ -424,6 +438,31 @@ public abstract class PluginContract {
             if (alive.isEmpty() || System.nanoTime() - deadline > 0) return alive;
             Thread.sleep(10);
         }
+    }
+
+    /**
+     * The virtual threads started during the test that are still alive, waiting until {@code deadline} ({@link
+     * System#nanoTime}) for them to end: those the JDK's thread dump lists now and did not before the test ({@link
+     * VirtualThreads}), which {@link #threadsTheTestStartedStillAlive} cannot find (no virtual thread is in the test's
+     * group). None when the dump does not list them all ({@link #virtualThreadsBefore} null), which the check says.
+     */
+    private List<VirtualThreads.Seen> virtualThreadsTheTestStartedStillAlive(long deadline) throws IOException, InterruptedException {
+        Set<Long> before = virtualThreadsBefore;
+        if (before == null) return List.of();
+        while (true) {
+            List<VirtualThreads.Seen> alive = VirtualThreads.alive().values().stream()
+                    .filter(t -> !before.contains(t.tid()) && !t.isTheJdksPoller()).toList();
+            if (alive.isEmpty() || System.nanoTime() - deadline > 0) return alive;
+            Thread.sleep(50); // a dump walks every thread's stack: fewer looks than for the platform threads
+        }
+    }
+
+    /** A virtual thread left running: its id, name, state and the top of its stack. */
+    private static String describe(VirtualThreads.Seen t) {
+        int shown = Math.min(t.stack().size(), 12);
+        return "\n  virtual thread #" + t.tid() + " '" + t.name() + "' in " + t.state()
+                + t.stack().stream().limit(shown).map(e -> "\n      at " + e).collect(Collectors.joining())
+                + (t.stack().size() > shown ? "\n      ... " + (t.stack().size() - shown) + " more" : "");
     }
 
     /**

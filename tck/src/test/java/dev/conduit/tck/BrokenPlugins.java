@@ -671,6 +671,22 @@ final class BrokenPlugins {
         }
     }
 
+    /** Released by the self-test once it has seen the TCK report the virtual threads of {@link LeavesAVirtualThreadRunning}. */
+    static final CountDownLatch RELEASE_LEFT_VIRTUAL_THREADS = new CountDownLatch(1);
+
+    /** Each transport starts a virtual housekeeping thread, which its close() forgets to stop. */
+    public static final class LeavesAVirtualThreadRunning extends LoopbackPlugin {
+        static final String THREAD_NAME = "tck-fixture-virtual-housekeeping-";
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            Thread.ofVirtual().name(THREAD_NAME + id).start(() -> {
+                while (RELEASE_LEFT_VIRTUAL_THREADS.getCount() > 0) LockSupport.parkNanos(1_000_000);
+            });
+            return super.newTransport(id, sink);
+        }
+    }
+
     /**
      * Each transport listens on a socket of its own, as a TCP transport does, which its close() forgets to close: the
      * descriptor and the port stay taken for as long as the JVM runs. The sockets are kept in {@link #SOCKETS}, which the
@@ -1781,6 +1797,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new LeavesAThreadRunning();
+        }
+    }
+
+    public static final class LeavesAVirtualThreadRunningSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new LeavesAVirtualThreadRunning();
         }
     }
 

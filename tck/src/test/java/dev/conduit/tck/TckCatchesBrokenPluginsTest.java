@@ -283,6 +283,42 @@ class TckCatchesBrokenPluginsTest {
     }
 
     /**
+     * A virtual thread the plugin started and its close() left running fails the test as a platform thread does, named
+     * with its stack: the check finds it in the JDK's thread dump. It looked in the test's thread group only, which no
+     * virtual thread is in, and such a plugin passed.
+     */
+    @Test
+    void aVirtualThreadThePluginLeftRunningAfterCloseFailsTheTestNamingIt() {
+        try {
+            Throwable cause = failureOf(BrokenPlugins.LeavesAVirtualThreadRunningSuite.class, "awaitSleepsUntilSignalledOrAMessageArrives");
+            assertThat(cause).isInstanceOf(AssertionError.class);
+            assertThat(cause.getMessage()).contains("2 thread(s) started during the test").contains("still alive PT5S after")
+                    .contains("virtual thread #").contains("'" + BrokenPlugins.LeavesAVirtualThreadRunning.THREAD_NAME)
+                    .contains(BrokenPlugins.LeavesAVirtualThreadRunning.class.getName() + ".lambda");
+        } finally {
+            BrokenPlugins.RELEASE_LEFT_VIRTUAL_THREADS.countDown();
+        }
+    }
+
+    /**
+     * Where the JDK does not list every virtual thread ({@code -Djdk.trackAllThreads=false}, here as the check reads it), the
+     * check says it cannot see them, naming the property, rather than pass a plugin whose close() leaves one running.
+     */
+    @Test
+    void aRunThatCannotSeeVirtualThreadsSaysSoRatherThanPass() {
+        String track = System.getProperty("jdk.trackAllThreads");
+        System.setProperty("jdk.trackAllThreads", "false");
+        try {
+            Throwable cause = failureOf(LoopbackPluginTckTest.class, "awaitSleepsUntilSignalledOrAMessageArrives");
+            assertThat(cause).isInstanceOf(AssertionError.class).hasMessageContaining("the TCK cannot see the virtual threads started "
+                    + "during the test: jdk.trackAllThreads is false").hasMessageContaining("run the TCK without -Djdk.trackAllThreads=false");
+        } finally {
+            if (track == null) System.clearProperty("jdk.trackAllThreads");
+            else System.setProperty("jdk.trackAllThreads", track);
+        }
+    }
+
+    /**
      * A descriptor the plugin opened and its close() left open fails the test, as a thread it left running does:
      * Transport.close releases the transport's resources, and the check after each test looks at threads and at the
      * shared directory's files only, so a transport whose close forgets its listening socket passed every test.
