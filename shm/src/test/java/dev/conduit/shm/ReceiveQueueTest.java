@@ -763,6 +763,39 @@ class ReceiveQueueTest {
         }
     }
 
+    /**
+     * A claim that pads the ring's end writes its padding at the tail, in another page than its
+     * record at the ring's start, after its CAS: a sender's first claim there reads the tail's page
+     * too before the CAS, so a page truncated away under the padding faults with nothing claimed,
+     * as under the record (read only the record's page, the CAS went through and the padding's
+     * store faulted, leaving a claim unnamed that holds every sender while the process lives).
+     */
+    @Test
+    void aClaimThatPadsTheRingsEndIntoATruncatedPageClaimedNothing(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path file = dir.resolve("queue");
+        try (Arena arena = Arena.ofShared();
+             java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.CREATE_NEW,
+                     java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            long capacity = 8192;
+            long length = ReceiveQueue.mappedLength(capacity);
+            channel.truncate(length);
+            MemorySegment mapped = channel.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, length, arena);
+            ReceiveQueue rx = ReceiveQueue.format(mapped, TOKEN);
+            ReceiveQueue tx = ReceiveQueue.attach(mapped, TOKEN);
+            int lines = (int) (capacity / 64) - 1;
+            for (int i = 0; i < lines; i++) tx.commit(tx.claim(64, 1), 64, ReceiveQueue.MSG);
+            assertThat(rx.poll((m, offset, type, size) -> { }, Integer.MAX_VALUE)).isEqualTo(lines);
+            channel.truncate(ReceiveQueue.HEADER_LENGTH + 4096); // the ring's second page, the last line's, is gone; its first stays
+            long tail = mapped.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET);
+            ReceiveQueue anotherSender = ReceiveQueue.attach(mapped, TOKEN);
+
+            assertThatThrownBy(() -> anotherSender.claim(128, 2)).as("a claim of 128 bytes at the ring's last line, padding it")
+                    .isInstanceOf(InternalError.class);
+            assertThat(mapped.get(ValueLayout.JAVA_LONG, ReceiveQueue.TAIL_OFFSET)).as("nothing claimed: no unnamed claim holds the queue")
+                    .isEqualTo(tail);
+        }
+    }
+
     @Test
     void aRecordIsClaimedInWholeLines() {
         for (int length : new int[] {0, -64, 56, 72}) {
