@@ -42,7 +42,9 @@ public interface ImportedRegion extends AutoCloseable {
      * <ul>
      * <li>{@link ExporterState#ALIVE}: the exporter's process holds its lease on the pool the chunk
      *     came from (memfd, posix). It may still have freed the chunk: this mapping then keeps
-     *     memory no one else will write, and a new import of the handle fails ("export gone").</li>
+     *     memory no one else will write. A new import of the handle fails ("export gone") only in a
+     *     process whose IPC cache no longer holds the chunk: a hit asks the producer nothing
+     *     ({@link Conduit#importRegion(byte[])}), and maps the same freed memory again.</li>
      * <li>{@link ExporterState#DEAD}: it no longer holds that lease: its process died (also by
      *     {@code kill -9}), or it closed the pool, which frees every chunk. The mapping still holds
      *     what the exporter last wrote, readable (and writable, if it was) until closed; nothing more
