@@ -57,6 +57,11 @@ public final class LeaseWatch implements AutoCloseable {
         return libc.fstat(fd).uid();
     }
 
+    /** Whether the lease file is {@code user}'s, as {@link OwnerLease#isFileOf} proves it. */
+    boolean isFileOf(int user) {
+        return OwnerLease.isFileOf(libc, fd, user);
+    }
+
     /**
      * Whether the owner still holds its lease. Once dead, always dead, and the descriptor is closed
      * then: a receiver short of descriptors must not keep dead peers' (it would need one to judge,

@@ -575,9 +575,7 @@ public final class OwnerLease implements AutoCloseable {
         FileDescriptor probe = null;
         try {
             probe = directory.openLease(leaseName);
-            if (ofUser && (libc.fstat(probe).uid() != user
-                    || UserNamespace.current().mayBeUnmapped(Integer.toUnsignedLong(user)) && !UserNamespace.ownsFile(libc, probe))
-                    || libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB)) {
+            if (ofUser && !isFileOf(libc, probe, user) || libc.tryFlock(probe, LockFlags.LOCK_SH | LockFlags.LOCK_NB)) {
                 probe.close(); // the lock taken for an instant goes with it
                 return null;
             }
@@ -587,6 +585,22 @@ public final class OwnerLease implements AutoCloseable {
             if (e instanceof ErrnoException errno && isNoLease(errno)) return null;
             throw e;
         }
+    }
+
+    /**
+     * Whether the open file {@code file} is {@code user}'s, as a lease of a peer of {@code user}'s
+     * workers must be ({@link #fileOwner}): its owner is {@code user}, and where {@code user} is the
+     * overflow uid of this process's user namespace (a worker run as nobody), which every user the
+     * namespace does not map shows as too, this process proves the file its own
+     * ({@link UserNamespace#ownsFile}). The one rule of {@link #openIfHeld} (a sender a worker does
+     * not know) and {@link PeerLeases#acquire} (a sender's CONNECT, and its liveness checks after).
+     *
+     * @throws ErrnoException when {@code fstat} fails, or the proof does otherwise than with
+     *         {@code EPERM}: nothing proven
+     */
+    static boolean isFileOf(Libc libc, FileDescriptor file, int user) {
+        return libc.fstat(file).uid() == user
+                && (!UserNamespace.current().mayBeUnmapped(Integer.toUnsignedLong(user)) || UserNamespace.ownsFile(libc, file));
     }
 
     /**

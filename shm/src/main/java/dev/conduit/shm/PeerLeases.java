@@ -43,16 +43,23 @@ final class PeerLeases {
      */
     LeaseWatch acquire(String name) {
         return acquire(name, owner -> new ErrnoException("open", Errno.EINVAL, directory.path().resolve(name).toString(), "lease",
-                "a lease is a file of this worker's user, uid " + user + "; this one belongs to uid " + owner));
+                "a lease is a file of this worker's user, uid " + Integer.toUnsignedString(user) + "; this one belongs to uid "
+                        + Integer.toUnsignedString(owner) + ShmTransport.userNamespaceNote(UserNamespace.current(), owner, user)));
     }
 
     /**
      * The watch of lease {@code name} for one more user: the one already open (whose file was found
      * this worker's user's when it opened), or a new one, which is closed again and
-     * {@code ofAnotherUser} thrown, given the file's owner, when the file is another user's.
+     * {@code ofAnotherUser} thrown, given the file's owner, when the file is not this worker's
+     * user's ({@link OwnerLease#isFileOf}): where that user is the overflow uid of this process's
+     * user namespace, a file showing it is the user's only once proven so. Until 2026-12-07 the
+     * uid alone was compared here: an unmapped user's locked file under a dead sender's lease name
+     * kept that sender alive to a worker run as nobody, its taken record holding the queue's head
+     * for every sender
+     * (CrossProcessTest#aWorkerRunningAsTheOverflowUidWatchesNoLockedFileOfAnUnmappedUserForTheLeaseOfASenderThatConnected).
      *
      * @throws dev.conduit.linux.ErrnoException when the lease cannot be opened (ENOENT: its owner is
-     *         gone)
+     *         gone), or its owner cannot be told ({@link OwnerLease#isFileOf})
      */
     LeaseWatch acquire(String name, IntFunction<? extends RuntimeException> ofAnotherUser) {
         LeaseWatch shared = watches.share(name);
@@ -60,16 +67,14 @@ final class PeerLeases {
         LeaseWatch watch = LeaseWatch.open(libc, directory, name);
         int owner;
         try {
+            if (watch.isFileOf(user)) return watches.add(name, watch);
             owner = watch.fileOwner();
         } catch (RuntimeException e) {
             watch.close();
             throw e;
         }
-        if (owner != user) {
-            watch.close();
-            throw ofAnotherUser.apply(owner);
-        }
-        return watches.add(name, watch);
+        watch.close();
+        throw ofAnotherUser.apply(owner);
     }
 
     /** One user fewer on {@code watch}; the last one closes it. */

@@ -30,6 +30,8 @@ import static org.assertj.core.api.Assumptions.assumeThat;
 class CrossProcessTest {
 
     private static final long CHILD_TIMEOUT_SECONDS = 120; // a hung child fails the test instead of hanging the build
+    /** {@link PosixChild}'s command that reaches into {@code dev.conduit.shm}, the only one whose JVM opens that package to it. */
+    private static final String PEER_LEASE = "peer-lease";
 
     @TempDir(factory = ShmTempDirFactory.class)
     Path shared;
@@ -381,6 +383,47 @@ class CrossProcessTest {
         }
     }
 
+    /**
+     * The same planted file, met by the look a worker running as the overflow uid takes when it reads
+     * a sender's CONNECT ({@code ShmTransport}'s {@code peerLeases.acquire}, and its liveness checks'
+     * {@code senderAlive} after it): {@code PeerLeases#acquire} compares the file's owner with the
+     * worker's user and nothing more, so an unmapped user's locked file, which shows as that uid
+     * too, is taken for the sender's lease and keeps a dead sender alive for good, its taken record
+     * holding the head of the queue for every sender. guarantees.md says a worker so placed takes
+     * such a file for a lease only once it proves it its own ({@code O_NOATIME}), as
+     * {@code OwnerLease.heldLeaseOf} does (the test above) for a sender it does not know.
+     *
+     * <p>The child calls {@code PeerLeases#acquire} by reflection (its JVM alone opens
+     * {@code dev.conduit.shm} to this module: {@link #start}): the real path, a worker reading a
+     * sender's CONNECT after the lease it names was replaced by the planted file, needs a
+     * receiving worker in a child that waits for the test between the sender's send and its own
+     * read, which no child command runs, and the worker reads a CONNECT as soon as it comes.
+     */
+    @Test
+    void aWorkerRunningAsTheOverflowUidWatchesNoLockedFileOfAnUnmappedUserForTheLeaseOfASenderThatConnected() throws Exception {
+        assumeThat(Linux.libc().geteuid()).as("root can give files away").isZero();
+        dev.conduit.linux.Libc libc = Linux.libc();
+        String lease = "conduit-test-0123456789abcdef0123456789abcdef.lease";
+        List<String> asOverflowUid = List.of("unshare", "--user", "--map-user=65534", "--map-group=65534", "--");
+        Path file = shared.resolve(lease);
+        try (dev.conduit.linux.FileDescriptor locked = libc.open(file.toString(),
+                dev.conduit.linux.OpenFlags.O_RDWR | dev.conduit.linux.OpenFlags.O_CREAT | dev.conduit.linux.OpenFlags.O_EXCL, 0666)) {
+            libc.flock(locked, dev.conduit.linux.LockFlags.LOCK_EX);
+            Ended own = run(asOverflowUid, PEER_LEASE, shared.toString(), lease, "65534");
+            assertThat(own.exitCode()).as(own.errors()).isZero();
+            assertThat(own.output().trim()).as("its own user's held lease").isEqualTo("watched alive=true");
+
+            Files.setAttribute(file, "unix:uid", 4321);
+            try {
+                Ended planted = run(asOverflowUid, PEER_LEASE, shared.toString(), lease, "65534");
+                assertThat(planted.exitCode()).as(planted.errors()).isZero();
+                assertThat(planted.output().trim()).as("an unmapped user's locked file").startsWith("refused: ");
+            } finally {
+                Files.delete(file);
+            }
+        }
+    }
+
     /** What a child importing {@code payload} as root of a new user namespace (mapped to root) printed to stderr; it must fail. */
     private String importInUserNamespace(byte[] payload, long length) throws Exception {
         Ended child = run(List.of("unshare", "--user", "--map-root-user", "--"),
@@ -426,7 +469,12 @@ class CrossProcessTest {
         List<String> command = new ArrayList<>(wrapper);
         command.addAll(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
+                "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny"));
+        if (args[0].equals(PEER_LEASE)) {
+            // Its reflection reaches PeerLeases, package-private in dev.conduit.shm; no other child's code may lean on the opening.
+            command.addAll(List.of("--add-opens", "dev.conduit.shm/dev.conduit.shm=dev.conduit.plugin.posix"));
+        }
+        command.addAll(List.of(
                 "--module-path", System.getProperty("jdk.module.path"),
                 "--patch-module", "dev.conduit.plugin.posix=" + testClasses,
                 "-cp", TestContext.location().toString(), "--add-reads", "dev.conduit.plugin.posix=ALL-UNNAMED",

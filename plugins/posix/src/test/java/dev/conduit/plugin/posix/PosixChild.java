@@ -21,6 +21,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *   <li>{@code held-lease <dir> <prefix> <connection hex> <user>}: prints {@code held=} and the
  *       lease {@code OwnerLease.heldLeaseOf} finds held for the connection among leases of
  *       {@code user}, or {@code null}.</li>
+ *   <li>{@code peer-lease <dir> <lease> <user>}: what a worker whose lease {@code user} owns takes for the lease a
+ *       sender's CONNECT names ({@code PeerLeases#acquire}, reached by reflection, which the JVM's
+ *       {@code --add-opens} allows): prints {@code watched alive=<bool>}, or {@code refused: <message>}.</li>
  *   <li>{@code probe <dir>}: prints the plugin's availability on that directory
  *       ({@code available=<bool> reason=<text>}), then {@code notHere=<capabilities ruled out> why=<reasons>}, and when
  *       available what opening a memory provider there does ({@code provider=opened} or
@@ -63,6 +66,25 @@ final class PosixChild {
                         directory, "shared.dir")) {
                     System.out.println("held=" + dev.conduit.shm.OwnerLease.heldLeaseOf(dev.conduit.linux.Linux.libc(), shared, args[2],
                             Long.parseUnsignedLong(args[3], 16), Integer.parseUnsignedInt(args[4])));
+                }
+            }
+            case "peer-lease" -> {
+                // peer-lease <dir> <lease> <user>: the watch a worker of <user> opens for a sender's lease, and its first look
+                try (dev.conduit.shm.SharedDirectory shared = dev.conduit.shm.SharedDirectory.open(dev.conduit.linux.Linux.libc(),
+                        directory, "shared.dir")) {
+                    Class<?> type = Class.forName("dev.conduit.shm.PeerLeases");
+                    var constructor = type.getDeclaredConstructor(dev.conduit.linux.Libc.class, dev.conduit.shm.SharedDirectory.class, int.class);
+                    constructor.setAccessible(true);
+                    Object leases = constructor.newInstance(dev.conduit.linux.Linux.libc(), shared, Integer.parseUnsignedInt(args[3]));
+                    var acquire = type.getDeclaredMethod("acquire", String.class);
+                    acquire.setAccessible(true);
+                    try {
+                        dev.conduit.shm.LeaseWatch watch = (dev.conduit.shm.LeaseWatch) acquire.invoke(leases, args[2]);
+                        System.out.println("watched alive=" + watch.ownerAlive());
+                        watch.close();
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        System.out.println("refused: " + e.getCause().getMessage());
+                    }
                 }
             }
             case "probe" -> {
