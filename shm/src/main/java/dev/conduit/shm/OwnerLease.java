@@ -399,7 +399,10 @@ public final class OwnerLease implements AutoCloseable {
          * reclaim removes it when it is unlocked.
          */
         PENDING,
-        /** Its lease does not open for this process (another user's {@code 0600} lease, a shortage): see {@link Owner#why}. */
+        /**
+         * Its lease does not open for this process (another user's {@code 0600} lease, a shortage), or is another user's
+         * that opens, which only a reclaim run as root judges ({@link #reclaimDead}): see {@link Owner#why}.
+         */
         UNJUDGED
     }
 
@@ -410,7 +413,8 @@ public final class OwnerLease implements AutoCloseable {
     /**
      * One owner as {@link #survey} found it: its id, its lease's name, its state, and the files named after it.
      *
-     * @param why for {@link State#UNJUDGED}, the errno and reason its lease did not open; otherwise null
+     * @param why for {@link State#UNJUDGED}, the errno and reason its lease did not open, or that it is another user's
+     *            that opens; otherwise null
      */
     public record Owner(String id, String lease, State state, String why, List<FileEntry> files) {
         public Owner {
@@ -474,7 +478,14 @@ public final class OwnerLease implements AutoCloseable {
                 continue; // no lease, whatever its name: a reclaim does not judge it either, and it is listed as no lease's file
             } else {
                 try {
-                    state = isAlive(libc, directory, name) ? State.LIVE : State.DEAD;
+                    if (isAnotherUsersLease(libc, directory, name)) {
+                        // As a reclaim leaves it: shown DEAD, it was a dead owner's file that no reclaim removes.
+                        state = State.UNJUDGED;
+                        why = "another user's lease, uid " + ownerOf(directory, name) + ", that opens for this one (an owner's is "
+                                + "0600: someone planted it); only a reclaim run as root judges it";
+                    } else {
+                        state = isAlive(libc, directory, name) ? State.LIVE : State.DEAD;
+                    }
                 } catch (ErrnoException e) {
                     state = State.UNJUDGED;
                     why = e.errnoName() + " (" + e.getMessage() + ")";
@@ -752,6 +763,10 @@ public final class OwnerLease implements AutoCloseable {
                         continue;
                     }
                 }
+                if (isAnotherUsersLease(libc, fd)) {
+                    fd.close();
+                    continue;
+                }
                 boolean dead;
                 try {
                     // A dry run's look shares the lock, as survey's does: two looks at once both see the owner dead.
@@ -926,6 +941,38 @@ public final class OwnerLease implements AutoCloseable {
             return true;
         } catch (ErrnoException e) {
             cannotRemove(directory, owner, name, null, e, listener);
+            return false;
+        }
+    }
+
+    /**
+     * Whether lease {@code name} is another user's than this process's (its effective uid,
+     * {@link #isFileOf}), which a reclaim not run by root leaves unjudged, and {@link #survey} shows
+     * {@link State#UNJUDGED}, as they leave another
+     * user's {@code 0600} lease it cannot open: a real owner's lease is {@code 0600}, so one that
+     * opens was planted (anyone may create a readable file under a lease's name in a sticky
+     * {@code /dev/shm}), and taken for a dead owner's, its removal, refused there ({@code EPERM}),
+     * was a WARNING at every reclaim, every provider's and worker's open of every user there, and a
+     * {@code conduit reclaim} that exited with 1, until 2026-12-07
+     * (OwnerLeaseTest#anotherUsersLeaseThatOpensAndCannotBeRemovedIsNoDeadOwnersOfThisUsersReclaim).
+     * Root, which removes any file, judges every user's lease. When the owner cannot be told, the
+     * lease is taken for this user's and judged, as before.
+     *
+     * @throws ErrnoException when the lease does not open
+     */
+    private static boolean isAnotherUsersLease(Libc libc, SharedDirectory directory, String name) {
+        try (FileDescriptor fd = directory.openLease(name)) {
+            return isAnotherUsersLease(libc, fd);
+        }
+    }
+
+    /** {@link #isAnotherUsersLease(Libc, SharedDirectory, String)} of the lease open as {@code fd}. */
+    private static boolean isAnotherUsersLease(Libc libc, FileDescriptor fd) {
+        int self = libc.geteuid();
+        if (self == 0) return false;
+        try {
+            return !isFileOf(libc, fd, self);
+        } catch (RuntimeException unknown) {
             return false;
         }
     }

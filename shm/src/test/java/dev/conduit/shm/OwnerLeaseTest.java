@@ -483,6 +483,43 @@ class OwnerLeaseTest {
     }
 
     /**
+     * The lease itself planted by another user, unlocked and left readable ({@code createFile}'s
+     * 0644; an owner's own lease is 0600, which this user's reclaim cannot even open, and so leaves
+     * alone): the reclaim of a user who is not its maker, and not root, leaves it unjudged, as it
+     * leaves another user's lease it cannot open, and its pending lease too. Until 2026-12-07 it
+     * took them for a dead owner's, and their removal, refused in a sticky directory
+     * ({@code EPERM}), was a "cannot remove ... of a dead owner" WARNING at every reclaim, every
+     * provider's and worker's open of every user there, and a {@code conduit reclaim} that exited
+     * with 1, for good: what {@code removeFilesOf} no longer lets a planted file of a dead owner do
+     * (the test above).
+     */
+    @Test
+    void anotherUsersLeaseThatOpensIsLeftUnjudgedByTheReclaimOfAUserWhoIsNotRoot() throws Exception {
+        Libc libc = Linux.libc();
+        org.junit.jupiter.api.Assumptions.assumeTrue(libc.geteuid() == 0, "changing a file's owner takes root");
+        String leaseName = OwnerLease.leaseName("conduit-test", SharedDirectory.randomId());
+        String pendingName = OwnerLease.leaseName("conduit-test", SharedDirectory.randomId()) + "-pending";
+        for (String planted : List.of(leaseName, pendingName)) {
+            java.nio.file.Files.setAttribute(java.nio.file.Files.createFile(shared.resolve(planted)), "unix:uid", 54321); // unlocked
+        }
+        // Another user than the planter, not root: only the planter may remove them from a sticky directory.
+        Libc notItsMaker = asUser(4321, unlinkFailing(name -> name.equals(leaseName) || name.equals(pendingName),
+                dev.conduit.linux.Errno.EPERM));
+        List<String> judged = new ArrayList<>();
+        try (SharedDirectory directory = SharedDirectory.open(notItsMaker, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThat(OwnerLease.survey(notItsMaker, directory, "conduit-test").owners())
+                    .filteredOn(owner -> owner.lease().equals(leaseName)).singleElement()
+                    .satisfies(owner -> assertThat(owner.state()).as(owner.why()).isEqualTo(OwnerLease.State.UNJUDGED));
+            OwnerLease.reclaimDead(notItsMaker, directory, "conduit-test", new OwnerLease.ReclaimListener() {
+                @Override public void removed(String o, String name, long bytes) { judged.add("removed " + name); }
+                @Override public void notRemoved(String o, String name, dev.conduit.linux.ErrnoException e) { judged.add("not removed " + name); }
+            });
+        }
+        assertThat(judged).as("another user's leases, no dead owner's of this user's reclaim").isEmpty();
+        assertThat(shared.toFile().list()).containsExactlyInAnyOrder(leaseName, pendingName);
+    }
+
+    /**
      * Root removes any file from a sticky directory, so its reclaim judges each file of a dead owner
      * by its owner before it removes it: one of another user than the lease's is left, and its dry
      * run does not list it, while the owner's files and lease go. It was removed, since only a
@@ -901,6 +938,19 @@ class OwnerLeaseTest {
                     }
                     try {
                         return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    /** {@code libc}, except that its effective uid ({@code geteuid}) is {@code uid}: a test run by root plays another user. */
+    private static Libc asUser(int uid, Libc libc) {
+        return (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("geteuid")) return uid;
+                    try {
+                        return method.invoke(libc, args);
                     } catch (java.lang.reflect.InvocationTargetException e) {
                         throw e.getCause();
                     }
