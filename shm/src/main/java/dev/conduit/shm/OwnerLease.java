@@ -809,7 +809,7 @@ public final class OwnerLease implements AutoCloseable {
         if (!removed.isEmpty() && listener == null) {
             // Housekeeping's report: out of descriptors, its record's failure must not fail the open or the check that reclaimed.
             BestEffortLog.log(LOG, System.Logger.Level.INFO, () -> "reclaimed " + removed.size() + (removed.size() == 1 ? " file" : " files")
-                    + " of dead owners in " + directory + ": " + removed, null);
+                    + " of dead owners in " + directory + ": " + removed.stream().map(SharedDirectory::shown).toList(), null);
         }
         return removed;
     }
@@ -995,15 +995,20 @@ public final class OwnerLease implements AutoCloseable {
      * Says that a dead owner's file stays: to the listener, who reports it, or else in a WARNING
      * that names the remedy ({@link #removalRemedy}) and what stays: an owner's file keeps its
      * lease {@code leaseKept}, and a lease (or a probe file: {@code leaseKept} null) itself, so that
-     * the next reclaim, at the next pool or worker opened on the directory, tries both again.
+     * the next reclaim, at the next pool or worker opened on the directory, tries both again. The
+     * name, and the errno's message that quotes it, go through {@link SharedDirectory#shown}: anyone
+     * may name a file in {@code /dev/shm}, and until 2026-12-07 a newline in it forged a line of
+     * the log, an escape sequence reached the terminal of whoever read it
+     * (OwnerLeaseTest#aForgedNameTheReclaimCannotRemoveForgesNoLineOfItsWarning).
      */
     private static void cannotRemove(SharedDirectory directory, String owner, String name, String leaseKept, ErrnoException e,
                                      ReclaimListener listener) {
         if (listener != null) {
             listener.notRemoved(owner, name, e);
         } else {
-            BestEffortLog.warn(LOG, () -> "cannot remove " + directory.path().resolve(name) + " of a dead owner: " + e.getMessage() + "; "
-                    + removalRemedy(directory.path(), e) + "; " + (leaseKept != null
+            BestEffortLog.warn(LOG, () -> "cannot remove " + SharedDirectory.shown(directory.path().resolve(name).toString())
+                    + " of a dead owner: " + SharedDirectory.shown(e.getMessage()) + "; " + removalRemedy(directory.path(), e) + "; "
+                    + (leaseKept != null
                     ? "its lease " + directory.path().resolve(leaseKept) + " stays, so that the next reclaim tries again"
                     : "the next reclaim tries again"), e);
         }

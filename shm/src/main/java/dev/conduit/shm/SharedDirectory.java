@@ -311,6 +311,26 @@ public final class SharedDirectory implements AutoCloseable {
                 + "); " + remedy, e);
     }
 
+    /**
+     * A file's name, or a text that quotes one (an errno's message: {@code unlinkat(fd N (...), "<name>", 0)}), as a line
+     * of output or of a log shows it: control and format characters, and the line and paragraph separators, as
+     * {@code \\uXXXX}. Anyone who may write a shared directory ({@code /dev/shm} is everyone's) names its files; shown
+     * as they are, a newline forged a line (a LIVE owner that is none) and an escape sequence reached the terminal of
+     * whoever read it. The one rule of {@code conduit info}'s and {@code conduit reclaim}'s lines and of the reclaim's
+     * WARNING ({@link OwnerLease#reclaimDead}).
+     */
+    public static String shown(String text) {
+        StringBuilder b = null;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            boolean hidden = Character.isISOControl(c) || Character.getType(c) == Character.FORMAT
+                    || c == '\u2028' || c == '\u2029';
+            if (hidden && b == null) b = new StringBuilder(text.substring(0, i));
+            if (b != null) b.append(hidden ? String.format("\\u%04x", (int) c) : String.valueOf(c));
+        }
+        return b == null ? text : b.toString();
+    }
+
     /** 128 random bits as 32 hex digits: names no peer can guess or collide with. */
     public static String randomId() {
         byte[] b = new byte[16];

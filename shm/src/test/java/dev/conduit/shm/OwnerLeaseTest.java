@@ -597,6 +597,30 @@ class OwnerLeaseTest {
     }
 
     /**
+     * A dead owner's file named by someone else with a newline and an escape sequence, which the
+     * reclaim cannot remove (a directory: {@code unlink(2)} refuses it, root too): its WARNING shows
+     * the name, and the errno's message that quotes it ({@code unlinkat(fd N (...), "<name>", 0)}),
+     * escaped. Until 2026-12-07 both went into the log raw: the newline forged a line of it, the
+     * escape sequence reached the terminal of whoever read it.
+     */
+    @Test
+    void aForgedNameTheReclaimCannotRemoveForgesNoLineOfItsWarning() throws Exception {
+        String owner = SharedDirectory.randomId();
+        java.nio.file.Files.createFile(shared.resolve(OwnerLease.leaseName("conduit-test", owner))); // unlocked: its owner is dead
+        java.nio.file.Files.createDirectory(shared.resolve("conduit-test-" + owner + "-x\n    forged line\u001b[2J"));
+        List<String> logged = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = keepingShmLog(logged);
+        try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            assertThat(OwnerLease.reclaimDead(Linux.libc(), directory, "conduit-test")).isEmpty();
+        } finally {
+            SHM_LOG.removeHandler(handler);
+        }
+        assertThat(logged).singleElement().satisfies(warning -> assertThat(warning).startsWith("WARNING cannot remove ")
+                .contains("-x\\u000a    forged line\\u001b[2J of a dead owner: ", "-x\\u000a    forged line\\u001b[2J\", 0)")
+                .doesNotContain("\n", "\u001b"));
+    }
+
+    /**
      * A file under a dead owner's name whose name is not UTF-8 (no Conduit process makes one) is
      * not reported removed: the listing decoded it with a replacement character, the unlink of that
      * name found nothing, and the reclaim said it had removed the file that stayed (a helper playing

@@ -327,7 +327,7 @@ final class ReclaimCommand implements Callable<Integer> {
                     + (kind == Kind.DEAD_OWNERS_FILE ? "its lease stays, so that the next reclaim tries again" : "the next reclaim tries again"));
             notRemoved.add(file);
             if (out != null) {
-                out.println(INDENT + "not removed  " + SharedFiles.shown(name) + "  (" + whose(file) + "): " + e.errnoName() + " (" + e.getMessage() + "); "
+                out.println(INDENT + "not removed  " + SharedFiles.shown(name) + "  (" + whose(file) + "): " + e.errnoName() + " (" + SharedFiles.shown(e.getMessage()) + "); "
                         + file.remedy());
             }
         }

@@ -30,23 +30,13 @@ final class SharedFiles {
     }
 
     /**
-     * A file's name as the text output shows it: control and format characters as {@code \\uXXXX}.
-     * Anyone who may write a shared directory ({@code /dev/shm} is everyone's) names its files; shown
-     * as they are, a newline forged a line of the listing (a LIVE owner that is none) and an escape
-     * sequence reached the terminal of whoever read it, before a reclaim. The JSON output escapes
-     * them as JSON does. {@code conduit perf}'s lines show a peer's words (its host, thread mode,
-     * transports, the reasons it gives) through this too, whole: a reason is up to 2000 characters.
+     * A file's name, or a text that quotes one, as the text output shows it: {@link SharedDirectory#shown}, the rule the
+     * reclaim's WARNING follows too. The JSON output escapes them as JSON does. {@code conduit perf}'s lines show a
+     * peer's words (its host, thread mode, transports, the reasons it gives) through this too, whole: a reason is up to
+     * 2000 characters.
      */
     static String shown(String name) {
-        StringBuilder b = null;
-        for (int i = 0; i < name.length(); i++) {
-            char c = name.charAt(i);
-            boolean hidden = Character.isISOControl(c) || Character.getType(c) == Character.FORMAT
-                    || c == '\u2028' || c == '\u2029';
-            if (hidden && b == null) b = new StringBuilder(name.substring(0, i));
-            if (b != null) b.append(hidden ? String.format("\\u%04x", (int) c) : String.valueOf(c));
-        }
-        return b == null ? name : b.toString();
+        return SharedDirectory.shown(name);
     }
 
     /**

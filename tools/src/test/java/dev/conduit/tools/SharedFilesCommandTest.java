@@ -165,6 +165,24 @@ class SharedFilesCommandTest {
     }
 
     /**
+     * The same forged name on a dead owner's file that the reclaim cannot remove (a directory: {@code unlink(2)} refuses
+     * it, root too): its "not removed" line shows the name escaped, then the errno's message, which quotes the name as
+     * the kernel was given it ({@code unlinkat(fd N (...), "<name>", 0)}): the newline forges a line of the reclaim's
+     * output, and the escape sequence reaches the terminal of whoever runs {@code conduit reclaim}.
+     */
+    @Test
+    void aForgedNameTheReclaimCannotRemoveForgesNoLineAndReachesNoTerminal() throws IOException {
+        String forged = "\n    LIVE      conduit-posix-forged.lease\u001b[2J";
+        Files.createFile(shared.resolve(DEAD_LEASE));
+        Files.createDirectory(shared.resolve("conduit-posix-" + DEAD + "-x" + forged));
+
+        Result result = conduit.run("reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+        assertThat(result.out()).as(result.out() + result.err()).contains("not removed  conduit-posix-" + DEAD + "-x\\u000a")
+                .doesNotContain("\u001b", "\n    LIVE      conduit-posix-forged.lease");
+    }
+
+    /**
      * {@code --dry-run --json} writes the real run's document, {@code "dryRun": true}, each file it would remove in
      * {@code removed} with {@code "action": "WOULD_REMOVE"}, nothing in {@code notRemoved}, and {@code left} what a reclaim
      * would leave: the live owners and the file no lease names, not the dead owner nor the pending lease.
