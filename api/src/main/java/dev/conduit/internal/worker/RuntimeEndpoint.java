@@ -651,6 +651,14 @@ final class RuntimeEndpoint implements Endpoint {
     }
 
     /**
+     * {@link #failure()} without the worker's guard (the field is volatile), for what promises to need
+     * none: {@link RuntimePeerRegion#exporterState()}, asked from a watcher thread of its own.
+     */
+    PeerFailedException failureWithoutGuard() {
+        return failure;
+    }
+
+    /**
      * Fails the endpoint once: discards and counts the local queue, keeps the failure, and asks the
      * worker to call the error handler on its progress thread. Ignored once failed or closed.
      */

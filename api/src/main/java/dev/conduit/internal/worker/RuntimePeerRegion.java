@@ -12,11 +12,15 @@ import java.lang.invoke.VarHandle;
 /** An application's handle on a peer's region: the SPI's {@link RemoteRegion} (one IPC-cache count), released once. */
 final class RuntimePeerRegion implements PeerRegion {
 
-    private static final VarHandle CLOSED;
+    private static final int OPEN = 0;
+    private static final int CLOSED_BY_APPLICATION = 1;
+    /** Closed by its endpoint's close (or its worker's, or the report of its failure): the application never closed it itself. */
+    private static final int CLOSED_WITH_ENDPOINT = 2;
+    private static final VarHandle STATE;
 
     static {
         try {
-            CLOSED = MethodHandles.lookup().findVarHandle(RuntimePeerRegion.class, "closed", boolean.class);
+            STATE = MethodHandles.lookup().findVarHandle(RuntimePeerRegion.class, "state", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -25,10 +29,11 @@ final class RuntimePeerRegion implements PeerRegion {
     final RuntimeEndpoint owner;
     private final RemoteRegion remote;
     private final long size;
-    @SuppressWarnings("unused") // through CLOSED
-    private volatile boolean closed;
-    /** Whether its endpoint's close closed it, for the error of a later use: the application never closed it itself. */
-    private volatile boolean closedWithEndpoint;
+    /**
+     * Open, or who closed it, for the error of a later use: one field set by one CAS, so that another thread never sees it
+     * closed without who did (with a flag set after the close, exporterState() could say the application closed it).
+     */
+    private volatile int state;
 
     RuntimePeerRegion(RuntimeEndpoint owner, RemoteRegion remote) {
         this.owner = owner;
@@ -38,8 +43,9 @@ final class RuntimePeerRegion implements PeerRegion {
 
     /** The transport's view, for an operation; fails if closed. */
     RemoteRegion remote() {
-        if (closed) {
-            throw new IllegalStateException(closedWithEndpoint ? "this PeerRegion is closed: its endpoint was closed (or its worker), "
+        int closedBy = state;
+        if (closedBy != OPEN) {
+            throw new IllegalStateException(closedBy == CLOSED_WITH_ENDPOINT ? "this PeerRegion is closed: its endpoint was closed (or its worker), "
                     + "which closes the peer regions opened on it; open the region again on a live endpoint to the peer" : "this PeerRegion is closed: open the region again with Endpoint.peerRegion(handle) to use it");
         }
         return remote;
@@ -50,9 +56,10 @@ final class RuntimePeerRegion implements PeerRegion {
      * close, with {@code failure} as the cause, when it was closed meanwhile; else {@code failure} itself.
      */
     RuntimeException closedUnder(IllegalStateException failure) {
-        if (!closed) return failure;
+        int closedBy = state;
+        if (closedBy == OPEN) return failure;
         return new IllegalStateException("this PeerRegion was closed during this operation, by another thread"
-                + (closedWithEndpoint ? " closing its endpoint (or its worker)" : "") + ", which may unmap it under the operation: "
+                + (closedBy == CLOSED_WITH_ENDPOINT ? " closing its endpoint (or its worker)" : "") + ", which may unmap it under the operation: "
                 + "close a region, or its endpoint, only once no thread uses it", failure);
     }
 
@@ -68,12 +75,14 @@ final class RuntimePeerRegion implements PeerRegion {
 
     /**
      * The mapping's judgement where the region is mapped here, else its endpoint's failure's; also on a
-     * region the endpoint's failure closed (the mapping answers after its close, as ChunkMapping says).
+     * region the endpoint's failure closed (the mapping answers after its close, as ChunkMapping says). Its
+     * endpoint's failure is read without the worker's guard, which PeerRegion promises this takes none of.
      */
     @Override
     public ExporterState exporterState() {
-        PeerFailedException failure = owner.failure();
-        if (closed && !(closedWithEndpoint && failure != null)) remote(); // throws, saying how it was closed
+        PeerFailedException failure = owner.failureWithoutGuard();
+        int closedBy = state;
+        if (closedBy != OPEN && !(closedBy == CLOSED_WITH_ENDPOINT && failure != null)) remote(); // throws, saying how it was closed
         ExporterState mapped = IpcImports.exporterState(remote);
         if (mapped != null) return mapped;
         return failure != null && failure.reason() == PeerFailedException.Reason.DIED ? ExporterState.DEAD : ExporterState.UNKNOWN;
@@ -81,7 +90,7 @@ final class RuntimePeerRegion implements PeerRegion {
 
     @Override
     public void close() {
-        if (CLOSED.compareAndSet(this, false, true)) {
+        if (STATE.compareAndSet(this, OPEN, CLOSED_BY_APPLICATION)) {
             try {
                 remote.close();
             } finally {
@@ -92,14 +101,13 @@ final class RuntimePeerRegion implements PeerRegion {
 
     /** Releases the region without telling its endpoint (which is closing). */
     void closeByEndpoint() {
-        if (CLOSED.compareAndSet(this, false, true)) {
-            closedWithEndpoint = true;
+        if (STATE.compareAndSet(this, OPEN, CLOSED_WITH_ENDPOINT)) {
             remote.close();
         }
     }
 
     @Override
     public String toString() {
-        return "PeerRegion[" + remote.pluginName() + ", " + size + " B" + (closed ? ", closed" : "") + "]";
+        return "PeerRegion[" + remote.pluginName() + ", " + size + " B" + (state != OPEN ? ", closed" : "") + "]";
     }
 }

@@ -13,11 +13,13 @@ import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.HangGuard;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static dev.conduit.internal.worker.Loopbacks.LE_LONG;
 import static dev.conduit.internal.worker.Loopbacks.longs;
@@ -315,6 +317,31 @@ class EndpointRmaTest {
             assertThat(region.exporterState()).as("its endpoint failed: %s", reason)
                     .isEqualTo(reason == PeerFailedException.Reason.DIED ? ExporterState.DEAD : ExporterState.UNKNOWN);
         }
+    }
+
+    /**
+     * PeerRegion's javadoc: exporterState() "needs no thread-mode guard", so a coordinator may ask it
+     * from a thread of its own while the worker's owner progresses (an error handler made the peer a
+     * suspect, and another thread watches for its death). Until 2026-12-07 it read its endpoint's
+     * failure through Endpoint.failure(), which enters the guard: on a SINGLE worker, from any thread
+     * but the owner, it threw WrongThreadException.
+     */
+    @Test
+    void aPeerRegionsExporterStateIsAnsweredOnAThreadOtherThanItsSingleWorkersOwner() throws Exception {
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        memory.exporterState = ExporterState.ALIVE;
+        open(new LoopbackPlugin("lo", 8, false), memory);
+        PeerRegion region = endpoint.peerRegion(handle);
+        AtomicReference<Object> answer = new AtomicReference<>();
+        Thread asker = Thread.ofPlatform().start(() -> {
+            try {
+                answer.set(region.exporterState());
+            } catch (RuntimeException e) {
+                answer.set(e);
+            }
+        });
+        HangGuard.join(asker, "the other thread's exporterState()");
+        assertThat(answer.get()).isEqualTo(ExporterState.ALIVE);
     }
 
     /** A region its application never closed is said to have closed with its endpoint, and one it closed is not. */
