@@ -758,11 +758,16 @@ final class RuntimeEndpoint implements Endpoint {
         if (failure != null) throw rethrowable();
     }
 
+    /**
+     * What a call on the closed endpoint throws: the end of the connection a reply endpoint answered, or its close, with the
+     * remedy its owner can follow (a reply endpoint's application may never have been given the sender's address).
+     */
     private RuntimeException closedException() {
         PeerFailedException ended = connectionEnded;
         if (ended != null) return new PeerFailedException(ended.getMessage(), ended);
         return new IllegalStateException("endpoint over '" + transport + "' to " + peer + " is closed: it takes no more calls; "
-                + "connect again (Worker.connect) to reach that peer");
+                + (reply ? "it was a message's replyEndpoint(): answer that sender's next message through its own replyEndpoint()"
+                           : "connect again (Worker.connect) to reach that peer"));
     }
 
     /**

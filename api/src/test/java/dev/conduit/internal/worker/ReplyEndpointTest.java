@@ -430,6 +430,33 @@ class ReplyEndpointTest {
         assertThat(used.get(1)).isNotSameAs(used.get(0));
     }
 
+    /**
+     * A reply endpoint the application closed, used again (kept past the handler, as
+     * Message.replyEndpoint() allows), says that it is closed and how to answer that sender again:
+     * through the next message's replyEndpoint(), which connects anew. Until 2026-12-07 it said
+     * "connect again (Worker.connect) to reach that peer", a remedy an application that was never
+     * given the sender's address cannot follow (RuntimeEndpoint's connectionEnded says as much of an ended
+     * connection, and so answers with the sender's failure there).
+     */
+    @Test
+    void aReplyEndpointTheApplicationClosedSaysToAnswerThroughTheNextMessagesReplyEndpointNotToConnect() {
+        Setup s = setup(true);
+        List<Endpoint> used = new ArrayList<>();
+        s.server().onMessage(1, m -> {
+            Endpoint back = m.replyEndpoint();
+            used.add(back);
+            back.close();
+        });
+        Endpoint toServer = s.client().connect(s.server().address());
+        toServer.send(1, longs(1));
+        progressUntil(() -> used.size() == 1, s.server(), s.client());
+
+        assertThatThrownBy(() -> used.getFirst().send(2, longs(1))).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("is closed")
+                .hasMessageContaining("replyEndpoint()")
+                .hasMessageNotContaining("Worker.connect");
+    }
+
     @Test
     void aReplyEndpointIsOnlyForTheHandlerCallAndTheWorkersCloseClosesIt() {
         Setup s = setup(true);
