@@ -22,6 +22,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -259,6 +260,44 @@ class ReplyEndpointTest {
         assertThat(((RuntimeEndpoint) used.getFirst()).isClosed()).isTrue();
     }
 
+    /**
+     * Answers to a sender whose connect failed fail at once for as long as that connect took; the end
+     * of its connection ends that span too (TransportSink.onSenderClosed forgets the failure), since
+     * the key may go to a new connection once its end was told: a new sender given that key is
+     * connected and answered, not refused with the old sender's failure.
+     */
+    @Test
+    void aNewSenderGivenTheKeyOfOneWhoseConnectFailedIsConnectedAndAnsweredAtOnce() {
+        Setup s = setup(true);
+        s.plugin().reusedKey = 0x78;
+        Worker secondClient = loopbacks.conduit(s.plugin()).newWorker(ThreadMode.SINGLE);
+        List<Throwable> thrown = new CopyOnWriteArrayList<>();
+        s.server().onMessage(1, m -> {
+            try {
+                m.replyEndpoint().send(2, longs(m.payloadLong(0) + 1000));
+            } catch (RuntimeException e) {
+                thrown.add(e);
+            }
+        });
+        List<Long> secondAnswers = recordAnswers(secondClient);
+        Endpoint first = s.client().connect(s.server().address());
+        // The failure then stands for the 2 s its connect took: far longer than the rest of the test takes.
+        s.plugin().connectTakesMillis = 2000;
+        s.plugin().refuseConnect = "the sender's fd server did not answer (injected by the test)";
+        first.send(1, longs(1));
+        progressUntil(() -> thrown.size() == 1, s.server(), s.client());
+        s.plugin().connectTakesMillis = 0;
+        s.plugin().refuseConnect = null;
+        first.close();
+        progressUntil(() -> s.serverTransport().sendersClosed.contains(0x78L), s.server());
+
+        secondClient.connect(s.server().address()).send(1, longs(2));
+        progressUntil(() -> secondAnswers.size() == 1 || thrown.size() == 2, s.server(), secondClient);
+
+        assertThat(thrown).as("only the first sender's answer failed").hasSize(1);
+        assertThat(secondAnswers).containsExactly(1002L);
+    }
+
     /** What {@code replyEndpoint()} throws in the server's handler of one request, {@code first} run before it is asked. */
     private static Throwable thrownByReplyEndpoint(Setup s, Runnable first) {
         AtomicReference<Throwable> thrown = new AtomicReference<>();
@@ -356,7 +395,7 @@ class ReplyEndpointTest {
     @Test
     void answersToASenderWhoseConnectFailedAfterAWhileFailAtOnceForAsLongAsItTook() {
         Setup s = setup(true);
-        List<Throwable> thrown = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Throwable> thrown = new CopyOnWriteArrayList<>();
         s.server().onMessage(1, m -> {
             try {
                 m.replyEndpoint();
