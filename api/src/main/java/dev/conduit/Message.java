@@ -331,7 +331,8 @@ public final class Message {
      * local queue (those reach a sender whose worker lives): it is not the sender's endpoint, so a
      * sender with two endpoints to this worker is answered through two. The endpoint has no error handler: the sender's failure shows on its
      * next use, as {@link dev.conduit.spi.PeerFailedException}, and so does the end of its connection
-     * once the worker closed the endpoint for it. It may be kept past this handler and
+     * once the worker closed the endpoint for it (an endpoint that failed before that end still
+     * throws its failure). It may be kept past this handler and
      * used from any call the worker's thread mode allows, like any endpoint; closing it is allowed,
      * and the next message of that connection is then answered through a new one. The worker's close
      * closes it with its other endpoints.

@@ -754,8 +754,19 @@ final class RuntimeEndpoint implements Endpoint {
     /** Fails unless the endpoint can be used: open, worker open, not failed. */
     private void checkUsable() {
         worker.ensureOpen(); // first: a worker closed with its Conduit says so, which the endpoint's own message would not
-        if (closed || connectionEnded != null) throw closedException();
-        if (failure != null) throw rethrowable();
+        RuntimeException refused = unusable();
+        if (refused != null) throw refused;
+    }
+
+    /**
+     * What a call on this endpoint throws, or null while it is usable: its close, else its failure, else the end of the
+     * connection it answered. A failure comes before the end that closed the failed endpoint after it (the transport tells a
+     * dead sender's end after its failure): the failure is the transport's verdict (DIED), the end says only UNKNOWN.
+     */
+    private RuntimeException unusable() {
+        if (closed && connectionEnded == null) return closedException();
+        if (failure != null) return rethrowable();
+        return connectionEnded != null ? closedException() : null;
     }
 
     /**
@@ -804,11 +815,8 @@ final class RuntimeEndpoint implements Endpoint {
                 // Under PASS_THROUGH another thread may have run this endpoint's close (it sets closed) or reported its
                 // failure (it sets failure; releaseFailed follows) meanwhile: each then takes the regions here, and a
                 // region added after it would be released by nobody.
-                if (closed) {
-                    refused = closedException();
-                } else if (failure != null) {
-                    refused = rethrowable();
-                } else {
+                refused = unusable();
+                if (refused == null) {
                     regions.add(region);
                     return region;
                 }

@@ -232,6 +232,39 @@ class ReplyEndpointTest {
     }
 
     /**
+     * A reply endpoint whose sender died fails with the transport's verdict (DIED), and its WARNING
+     * says "its next use throws this", as Endpoint's javadoc says of every failed endpoint ("every
+     * later operation throws PeerFailedException, whose cause is failure()"). The transport then
+     * tells the end of the dead sender's connection, and the runtime closes the endpoint as ended
+     * (RuntimeEndpoint.closeAsEnded), and its next use still throws the failure. Until 2026-12-07
+     * it threw the end's PeerFailedException instead, reason UNKNOWN, "the sender closed it, or its
+     * worker closed or died", its cause not failure(), as checkUsable looked at the close before
+     * the failure: a failover that switches on the reason took a dead client for one that may live on.
+     */
+    @Test
+    void aReplyEndpointWhoseSenderDiedThrowsItsFailureAtItsNextUseAlsoOnceTheConnectionsEndWasTold() {
+        Setup s = setup(true, 256);
+        List<Endpoint> used = answerThroughReplyEndpoint(s.server());
+        List<Long> answers = recordAnswers(s.client());
+        Endpoint toServer = s.client().connect(s.server().address());
+        toServer.send(1, longs(1));
+        progressUntil(() -> answers.size() == 1, s.server(), s.client());
+        Endpoint reply = used.getFirst();
+        // As above: messages still queued when the client dies have the failure reported before the connection's end.
+        s.server().onMessage(3, m -> { });
+        for (int i = 0; i < 100; i++) toServer.send(3, longs(i));
+        long key = s.serverTransport().inbound.keySet().iterator().next();
+        s.plugin().transports.getFirst().kill();
+        dev.conduit.testing.LoggedWarnings.loggedWhile("dev.conduit.worker",
+                () -> progressUntil(() -> s.serverTransport().sendersClosed.contains(key), s.server()));
+        assertThat(reply.failure().reason()).as("the transport's verdict").isEqualTo(PeerFailedException.Reason.DIED);
+
+        assertThatThrownBy(() -> reply.send(2, longs(2))).isInstanceOf(PeerFailedException.class)
+                .hasCause(reply.failure())
+                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).isEqualTo(PeerFailedException.Reason.DIED));
+    }
+
+    /**
      * A key the transport retired (its end told) and gave to a new connection, of another sender:
      * the answer goes to the new sender, through a new endpoint, though the thread answered the
      * key last through the old sender's endpoint (kept in its delivery context, closed since).
