@@ -13,7 +13,9 @@ import dev.conduit.spi.ExporterState;
  * Operations on a closed region throw {@link IllegalStateException}, but on the regions of a failed
  * endpoint (which the {@link Worker#progress()} that reported its failure closed): those throw its
  * {@link dev.conduit.spi.PeerFailedException}, as every later call on it does, while
- * {@link #exporterState()} still answers. Thread-safe; it is used
+ * {@link #exporterState()} still answers; and on the regions of a {@link Message#replyEndpoint()}
+ * whose connection ended (the worker closed it): those throw the end as a
+ * {@code PeerFailedException}, as its send does. Thread-safe; it is used
  * in operations of the endpoint that opened it, under that endpoint's thread mode. Its close takes
  * no thread-mode guard: a close on another thread while an operation on the region is under way
  * may unmap it under that operation (when the IPC cache keeps no more of it), which then throws

@@ -765,6 +765,11 @@ final class RuntimeEndpoint implements Endpoint {
      */
     private RuntimeException unusable() {
         if (closed && connectionEnded == null) return closedException();
+        return failedOrEnded();
+    }
+
+    /** Its failure, else the end of the connection it answered, as a call throws it; null when neither happened. */
+    private RuntimeException failedOrEnded() {
         if (failure != null) return rethrowable();
         return connectionEnded != null ? closedException() : null;
     }
@@ -965,8 +970,10 @@ final class RuntimeEndpoint implements Endpoint {
         if (!(region instanceof RuntimePeerRegion r) || r.owner != this) {
             throw new IllegalArgumentException(op + ": the PeerRegion was not opened through this endpoint; open it with peerRegion(handle) on the endpoint that uses it");
         }
-        // The progress() that reported the failure gave the endpoint's regions back: the failure, not their close, is the cause.
-        if (failure != null) throw rethrowable();
+        // The progress() that reported the failure gave the endpoint's regions back, and the end of a reply endpoint's
+        // connection closed them: the failure or the end, as the endpoint's send throws it, is the cause, not their close.
+        RuntimeException refused = failedOrEnded();
+        if (refused != null) throw refused;
         return r.remote();
     }
 

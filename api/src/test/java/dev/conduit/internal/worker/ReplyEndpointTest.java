@@ -3,8 +3,10 @@ package dev.conduit.internal.worker;
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Message;
+import dev.conduit.PeerRegion;
 import dev.conduit.Worker;
 import dev.conduit.internal.ThreadAllocation;
+import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PeerFailedException;
@@ -33,6 +35,7 @@ import static dev.conduit.internal.worker.Loopbacks.longs;
 import static dev.conduit.internal.worker.Loopbacks.progressUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 /**
  * {@code Message.replyEndpoint()}: answering a message through the address its sender's transport
@@ -262,6 +265,43 @@ class ReplyEndpointTest {
         assertThatThrownBy(() -> reply.send(2, longs(2))).isInstanceOf(PeerFailedException.class)
                 .hasCause(reply.failure())
                 .satisfies(e -> assertThat(((PeerFailedException) e).reason()).isEqualTo(PeerFailedException.Reason.DIED));
+    }
+
+    /**
+     * Once the sender closes its endpoint, the runtime closes the reply endpoint as ended, and its
+     * next use throws the end as a PeerFailedException (Message.replyEndpoint(): "the end of its
+     * connection once the worker closed the endpoint for it"), which its send and flush do, and so
+     * does RMA on a peer region opened on it. Until 2026-12-07 that threw the region's
+     * IllegalStateException instead, "its endpoint was closed (or its worker) ... open the region
+     * again on a live endpoint to the peer": the region was looked at (RuntimeEndpoint.region)
+     * before the endpoint (checkUsable), blaming a close the application never made, with a remedy
+     * it cannot follow (it has no address of the sender).
+     */
+    @Test
+    void rmaOnARegionOfAReplyEndpointWhoseConnectionEndedThrowsTheEndAsItsSendDoes() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        plugin.namesSenders = true;
+        Conduit conduit = loopbacks.conduit(plugin, new InProcessMemoryPlugin());
+        Worker client = conduit.newWorker(ThreadMode.SINGLE);
+        Worker server = conduit.newWorker(ThreadMode.SINGLE);
+        byte[] handle = conduit.pool("inproc").allocate(4096).exportHandle();
+        List<Endpoint> used = new ArrayList<>();
+        server.onMessage(1, m -> used.add(m.replyEndpoint()));
+        Endpoint toServer = client.connect(server.address());
+        toServer.send(1, longs(1));
+        progressUntil(() -> used.size() == 1, server, client);
+        Endpoint reply = used.getFirst();
+        PeerRegion region = reply.peerRegion(handle);
+        long key = plugin.transports.get(1).inbound.keySet().iterator().next();
+        toServer.close();
+        progressUntil(() -> plugin.transports.get(1).sendersClosed.contains(key), server);
+
+        Throwable sent = catchThrowable(() -> reply.send(2, longs(2)));
+        assertThat(sent).isInstanceOf(PeerFailedException.class).hasMessageContaining("has ended");
+        assertThatThrownBy(() -> reply.put(longs(1), region, 0)).isInstanceOf(PeerFailedException.class)
+                .hasMessage(sent.getMessage());
+        assertThatThrownBy(() -> reply.get(region, 0, longs(0))).isInstanceOf(PeerFailedException.class)
+                .hasMessage(sent.getMessage());
     }
 
     /**
