@@ -113,8 +113,9 @@ public interface Endpoint extends AutoCloseable {
      *                                    is on the Java heap, a message in it at most 2 GiB: a peer that reads slower than
      *                                    this endpoint sends; docs/runtime.md, "Sending"); nothing is sent
      *                                    or queued then, and the endpoint stays usable
-     * @throws IllegalStateException      when the endpoint or its worker is closed, or when called from
-     *                                    inside a {@link PayloadEncoder} of a send on this endpoint
+     * @throws IllegalStateException      when the endpoint or its worker is closed, the header's or the
+     *                                    payload's arena is closed (the message names which), or when
+     *                                    called from inside a {@link PayloadEncoder} of a send on this endpoint
      */
     void send(int id, MemorySegment header, MemorySegment payload);
 
@@ -161,8 +162,9 @@ public interface Endpoint extends AutoCloseable {
      * @throws IllegalArgumentException for an id outside 0..65535, a negative {@code maxLength}, or
      *                                  a header or {@code maxLength} larger than the transport's limit
      * @throws IllegalStateException    when the encoder returns a length outside {@code 0..maxLength},
-     *                                  the endpoint or its worker is closed, or this is called from
-     *                                  inside an encoder of a send on this endpoint
+     *                                  the endpoint or its worker is closed, the header's arena is
+     *                                  closed, or this is called from inside an encoder of a send on
+     *                                  this endpoint
      * @throws PeerFailedException      when the endpoint has failed, or as the encoder threw it (from
      *                                  a send on another endpoint, which failed; this one did not)
      * @throws dev.conduit.spi.ConduitException when the payload must be encoded into this endpoint's
@@ -212,7 +214,7 @@ public interface Endpoint extends AutoCloseable {
      *                                   process (posix through a read-only mount)
      * @throws NotSupportedException     when the transport has no RMA (capability RMA)
      * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
-     *                                   the peer regions opened on it)
+     *                                   the peer regions opened on it), or {@code source}'s arena is (the message says so)
      * @throws PeerFailedException       when the endpoint has failed
      * @throws dev.conduit.spi.ConduitException when the region's memory faulted under the access (a posix chunk file that
      *                                   another process truncated), naming the cause; only this operation fails
@@ -230,7 +232,8 @@ public interface Endpoint extends AutoCloseable {
      *                                   read-only
      * @throws NotSupportedException     when the transport has no RMA (capability RMA)
      * @throws IllegalStateException     when the region, this endpoint or its worker is closed (closing an endpoint closes
-     *                                   the peer regions opened on it)
+     *                                   the peer regions opened on it), or {@code destination}'s arena is (the message
+     *                                   says so)
      * @throws PeerFailedException       when the endpoint has failed
      * @throws dev.conduit.spi.ConduitException when the region's memory faulted under the access (a posix chunk file that
      *                                   another process truncated), naming the cause; only this operation fails

@@ -194,6 +194,8 @@ final class RuntimeEndpoint implements Endpoint {
             if (hl > maxHeader) throw tooLarge("header", hl, maxHeader);
             long pl = payload.byteSize();
             if (pl > maxPayload) throw tooLarge("payload", pl, maxPayload);
+            requireOpen(header, "header", "send");
+            requireOpen(payload, "payload", "send");
             lock();
             try {
                 checkUsable();
@@ -232,6 +234,7 @@ final class RuntimeEndpoint implements Endpoint {
             long hl = header.byteSize();
             if (hl > maxHeader) throw tooLarge("header", hl, maxHeader);
             if (maxLength > maxPayload) throw tooLarge("payload (maxLength)", maxLength, maxPayload);
+            requireOpen(header, "header", "send");
             lock();
             try {
                 checkUsable();
@@ -846,6 +849,7 @@ final class RuntimeEndpoint implements Endpoint {
     @Override
     public void put(MemorySegment source, PeerRegion target, long offset) {
         Objects.requireNonNull(source, "source");
+        requireOpen(source, "source", "put");
         boolean entered = worker.enter();
         try {
             RemoteRegion r = region(target, "target", "put");
@@ -872,6 +876,7 @@ final class RuntimeEndpoint implements Endpoint {
     @Override
     public void get(PeerRegion source, long offset, MemorySegment destination) {
         Objects.requireNonNull(destination, "destination");
+        requireOpen(destination, "destination", "get");
         boolean entered = worker.enter();
         try {
             RemoteRegion r = region(source, "source", "get");
@@ -991,6 +996,18 @@ final class RuntimeEndpoint implements Endpoint {
         PeerFailedException failed = rethrowable();
         failed.addSuppressed(e);
         return failed;
+    }
+
+    /**
+     * Refuses an application's segment whose arena is closed, naming it: the transport's copy would throw the JDK's bare
+     * "Already closed", which names no segment, where Endpoint's javadoc gives that exception to a closed region, endpoint
+     * or worker. One check of the segment's scope; an arena another thread closes after it still shows the JDK's.
+     */
+    private static void requireOpen(MemorySegment segment, String parameter, String op) {
+        if (!segment.scope().isAlive()) {
+            throw new IllegalStateException(op + ": the " + parameter + " segment is closed (its arena was closed): pass a segment "
+                    + "of an arena still open, and close it only once the call returned");
+        }
     }
 
     /** A put or an atomic needs a region this process may write: one mapped here read-only (posix through a read-only mount) takes none. */

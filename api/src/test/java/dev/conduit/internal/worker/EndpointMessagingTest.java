@@ -404,6 +404,27 @@ class EndpointMessagingTest {
         assertThat(p.endpoint().pending()).isZero();
     }
 
+    /**
+     * A send whose header or payload is already closed (its arena closed) says which segment is
+     * closed. Until 2026-12-07 it threw the JDK's bare IllegalStateException "Already closed" from
+     * the transport's copy (or the local queue's), which Endpoint's javadoc gives only to a closed
+     * endpoint or worker.
+     */
+    @Test
+    void aSendOfAClosedHeaderOrPayloadSaysWhichSegmentIsClosed() {
+        Pair p = pair(1);
+        MemorySegment closed;
+        try (Arena arena = Arena.ofConfined()) {
+            closed = arena.allocate(8);
+        }
+        assertThatThrownBy(() -> p.endpoint().send(1, closed)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the payload segment is closed");
+        assertThatThrownBy(() -> p.endpoint().send(1, closed, longs(1))).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the header segment is closed");
+        assertThatThrownBy(() -> p.endpoint().send(1, closed, 8, target -> 0)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the header segment is closed");
+    }
+
     @Test
     void whileMessagesWaitNewSendsGoBehindThemEvenWhenTheTransportHasRoomAgain() {
         Pair p = pair(2);

@@ -17,6 +17,7 @@ import dev.conduit.testing.HangGuard;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
@@ -342,6 +343,27 @@ class EndpointRmaTest {
         });
         HangGuard.join(asker, "the other thread's exporterState()");
         assertThat(answer.get()).isEqualTo(ExporterState.ALIVE);
+    }
+
+    /**
+     * A put whose source segment is already closed (its arena closed), or a get into a destination
+     * that is, says that segment is closed. Until 2026-12-07 it threw the JDK's bare
+     * IllegalStateException "Already closed" from inside the transport, while Endpoint's javadoc
+     * named only the region, the endpoint and the worker as what a closed-state failure means: the
+     * application was sent looking at the wrong three.
+     */
+    @Test
+    void aPutFromOrAGetIntoAClosedSegmentSaysThatSegmentIsClosed() {
+        open(new LoopbackPlugin("lo", 8, false));
+        PeerRegion region = endpoint.peerRegion(handle);
+        MemorySegment closed;
+        try (Arena arena = Arena.ofConfined()) {
+            closed = arena.allocate(8);
+        }
+        assertThatThrownBy(() -> endpoint.put(closed, region, 0)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the source segment is closed");
+        assertThatThrownBy(() -> endpoint.get(region, 0, closed)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("the destination segment is closed");
     }
 
     /** A region its application never closed is said to have closed with its endpoint, and one it closed is not. */
