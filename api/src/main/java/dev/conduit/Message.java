@@ -18,11 +18,17 @@ import java.util.Objects;
  * per worker (one per progressing thread under {@code PASS_THROUGH}) and points it at each message
  * in turn, so delivering a message allocates nothing. (A message delivered while a handler of the
  * same thread still runs, by a plugin called from that handler, gets a flyweight of its own.)
- * When the handler returns, the runtime invalidates it: every method then throws
- * {@link IllegalStateException}, and the bytes it showed may already hold another message. To keep
- * a payload, call {@link #keepPayload()} during the call (zero-copy where the transport can keep it
- * where it lies), or copy it: {@link #payloadToArray()}, or
- * {@link #copyPayload(long, MemorySegment, long, long)} into memory of your own.
+ * When the handler returns, the runtime invalidates it: until its next delivery every method
+ * throws {@link IllegalStateException}, and the bytes it showed may already hold another message.
+ * The next delivery fills the same object again, so a reference kept past the handler and used
+ * while a later handler call runs (a handler that reads a message an earlier one stored, say)
+ * throws nothing: it is that later message, its accessors read its bytes, {@link #keepPayload()}
+ * keeps its payload and {@link #replyEndpoint()} answers its sender. Keep nothing of a
+ * {@code Message} past its handler (telling a kept reference from the current one would take an
+ * object per message): to keep a payload, call {@link #keepPayload()} during the call (zero-copy where the
+ * transport can keep it where it lies), or copy it: {@link #payloadToArray()}, or
+ * {@link #copyPayload(long, MemorySegment, long, long)} into memory of your own; to answer later,
+ * keep the endpoint that {@link #replyEndpoint()} returned.
  *
  * <p><b>Zero allocation</b> comes from the accessors: {@link #payloadByte}, {@link #payloadShort},
  * {@link #payloadInt}, {@link #payloadLong}, {@code copyPayload}, and the same for the header. They
@@ -184,7 +190,8 @@ public final class Message {
      * <p>The kept payload outlives this message and the connection it came by (its sender may close
      * or die meanwhile); closing the worker that received it closes it.
      *
-     * @throws IllegalStateException when called after the handler returned, a second time for the
+     * @throws IllegalStateException when called after the handler returned (until the next delivery:
+     *         see above), a second time for the
      *         same message once a call returned a {@code KeptPayload}, or while the worker closes
      * @throws dev.conduit.spi.ConduitException when the transport failed to keep it, naming the
      *         transport
@@ -341,7 +348,8 @@ public final class Message {
      * another worker whose address it knows, as it could by sending that address in a payload. The
      * connect still proves that worker reachable from this process, as every connect does.
      *
-     * @throws IllegalStateException when called after the handler returned, or on a closed worker
+     * @throws IllegalStateException when called after the handler returned (until the next delivery:
+     *         see above), or on a closed worker
      * @throws dev.conduit.spi.NotSupportedException when the message's transport does not name its
      *         senders and their addresses, an optional operation of a plugin (memfd, posix and verbs
      *         name them; {@code conduit info} does not tell)
