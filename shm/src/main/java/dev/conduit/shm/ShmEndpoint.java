@@ -170,6 +170,8 @@ final class ShmEndpoint implements TransportEndpoint {
                            MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
         try {
             return send(id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength);
+        } catch (ApplicationFault e) {
+            throw e.fault; // the application's, as it threw it: this endpoint and its peer are as they were
         } catch (InternalError e) {
             throw sendFault(e);
         } catch (ReceiveQueue.CorruptQueueException e) {
@@ -201,6 +203,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 }
             } catch (Throwable t) {
                 abandon(offset, length, -1);
+                if (t instanceof InternalError fault) throw applicationFault(fault, q, offset, length);
                 throw t;
             }
             peer.commit(offset, length, ReceiveQueue.MSG);
@@ -221,6 +224,7 @@ final class ShmEndpoint implements TransportEndpoint {
             MemorySegment.copy(payloadBuffer, payloadOffset, bounce.memory(), bounceOffset, payloadLength);
         } catch (Throwable t) {
             bounce.rollback(before);
+            if (t instanceof InternalError fault) throw applicationFault(fault, bounce.memory(), bounceOffset, payloadLength);
             throw t;
         }
         long offset = peer.claim(length, connection);
@@ -231,7 +235,7 @@ final class ShmEndpoint implements TransportEndpoint {
             bounce.rollback(before);
             return noQueueRoom();
         }
-        postLarge(offset, length, id, headerBuffer, headerOffset, headerLength, payloadLength, bounceOffset, before);
+        postLargeOfTheApplication(offset, length, id, headerBuffer, headerOffset, headerLength, payloadLength, bounceOffset, before);
         return sent();
     }
 
@@ -268,7 +272,7 @@ final class ShmEndpoint implements TransportEndpoint {
     public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         try {
             return sendEncoded(id, header, maxLength, encoder);
-        } catch (EncoderFault e) {
+        } catch (ApplicationFault e) {
             throw e.fault; // the application's, as it threw it: this endpoint and its peer are as they were
         } catch (InternalError e) {
             throw sendFault(e);
@@ -278,55 +282,45 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
-     * A fault ({@code SIGBUS}, which the JDK throws as an {@link InternalError}) that the
-     * application's encoder met in memory of its own (a mapped file of its own, truncated), carried
-     * past {@link #trySendEncoded}'s reading of every other such fault as one of this send's
-     * mappings: until 2026-12-07 it failed the healthy endpoint as damaged, above 1 KiB (below, the
-     * runtime encodes into its own buffer and the fault reached the caller as it was).
+     * A fault ({@code SIGBUS}, which the JDK throws as an {@link InternalError}) that a send met in
+     * memory of the application's own (a mapped file of its own, truncated): the payload or header
+     * it copies, or what its encoder reads. Carried past {@link #trySend}'s and
+     * {@link #trySendEncoded}'s reading of every other such fault as one of this send's mappings
+     * ({@link #applicationFault}): until 2026-12-07 it failed the healthy endpoint as damaged, an
+     * encoder's above 1 KiB (below, the runtime encodes into its own buffer), a copied segment's at
+     * any size.
      */
-    private static final class EncoderFault extends RuntimeException {
+    private static final class ApplicationFault extends RuntimeException {
         final InternalError fault;
 
-        EncoderFault(InternalError fault) {
+        ApplicationFault(InternalError fault) {
             super(null, null, false, false);
             this.fault = fault;
         }
     }
 
-    /** {@code encoder.encode(target)}, a fault it meets outside {@code target} carried as the encoder's ({@link #encoderFault}). */
-    private static long encode(PayloadEncoder encoder, MemorySegment target) {
-        try {
-            return encoder.encode(target);
-        } catch (InternalError fault) {
-            throw encoderFault(fault, target, 0, target.byteSize());
-        }
-    }
-
-    /** {@code encoder.encode(memory, offset, maxLength)}, a fault it meets outside that range carried as the encoder's. */
-    private static long encode(PayloadEncoder encoder, MemorySegment memory, long offset, long maxLength) {
-        try {
-            return encoder.encode(memory, offset, maxLength);
-        } catch (InternalError fault) {
-            throw encoderFault(fault, memory, offset, maxLength);
-        }
-    }
-
     /**
-     * {@code fault}, met by the encoder, as the encoder's own ({@link EncoderFault}) when the range
-     * it was given to write is still backed, or as it is, a fault of this send's mappings, when not:
-     * a file is truncated from its end, so the range's last byte tells (the peer's queue or this
-     * connection's bounce ring cut short under the encoder fails the endpoint as damaged, as before).
+     * {@code fault}, met by a send that writes {@code length} bytes of {@code target} from
+     * {@code offset} (a record in the peer's queue, a payload in this connection's bounce ring),
+     * as the application's ({@link ApplicationFault}) when that range is still backed, or as it
+     * is, a fault of this send's mappings, when not: a file is truncated from its end, so the
+     * range's last byte tells (the peer's queue or the bounce ring cut short fails the endpoint as
+     * damaged, as before). Called once the send is undone, and only after a fault: the message
+     * path pays nothing for it.
      */
-    private static RuntimeException encoderFault(InternalError fault, MemorySegment memory, long offset, long length) {
+    private RuntimeException applicationFault(InternalError fault, MemorySegment target, long offset, long length) {
         if (length > 0) {
             try {
-                memory.get(ValueLayout.JAVA_BYTE, offset + length - 1);
+                target.get(ValueLayout.JAVA_BYTE, offset + length - 1);
+                // Compiled code gets the read's fault at its next safepoint check, which may lie past this block: the range
+                // would pass for backed, and its fault come out of the caller unjudged.
+                transport.libc().deliverPendingFaults();
             } catch (InternalError ours) {
                 fault.addSuppressed(ours);
                 throw fault;
             }
         }
-        return new EncoderFault(fault);
+        return new ApplicationFault(fault);
     }
 
     private long sendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
@@ -342,11 +336,12 @@ final class ShmEndpoint implements TransportEndpoint {
             try {
                 // A view bounded to the record, never the ring: every sender writes the ring and the receiver parses it, so one
                 // stray write past the range could forge a record there and stall the receiver for every sender.
-                written = PayloadEncoder.checkWritten(encode(encoder, q.asSlice(body + headerLength, maxLength)), maxLength);
+                written = PayloadEncoder.checkWritten(encoder.encode(q.asSlice(body + headerLength, maxLength)), maxLength);
                 writeMessageFields(q, offset, id, (int) headerLength, written);
                 MemorySegment.copy(header, 0, q, body, headerLength);
             } catch (Throwable t) {
                 abandon(offset, length, -1);
+                if (t instanceof InternalError fault) throw applicationFault(fault, q, offset, length);
                 throw t;
             }
             peer.commit(offset, length, ReceiveQueue.MSG);
@@ -371,9 +366,10 @@ final class ShmEndpoint implements TransportEndpoint {
             written = PayloadEncoder.checkWritten(
                     // This connection's ring of payload bytes, which no other sender writes and the receiver does not parse: a
                     // stray write can only change this connection's own payloads.
-                    encode(encoder, bounce.ring(), bounceOffset - BounceRing.HEADER_LENGTH, maxLength), maxLength);
+                    encoder.encode(bounce.ring(), bounceOffset - BounceRing.HEADER_LENGTH, maxLength), maxLength);
         } catch (Throwable t) {
             bounce.rollback(before);
+            if (t instanceof InternalError fault) throw applicationFault(fault, bounce.memory(), bounceOffset, maxLength);
             throw t;
         }
         long offset = peer.claim(length, connection);
@@ -383,7 +379,7 @@ final class ShmEndpoint implements TransportEndpoint {
             hold(id, header, written, bounceOffset, before);
             return written;
         }
-        postLarge(offset, length, id, header, 0, (int) headerLength, written, bounceOffset, before);
+        postLargeOfTheApplication(offset, length, id, header, 0, (int) headerLength, written, bounceOffset, before);
         sent();
         return written;
     }
@@ -410,6 +406,20 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
+     * {@link #postLarge} of a header of the application's, which a fault may be of
+     * ({@link #applicationFault}); a held message's header is this endpoint's copy
+     * ({@link #postHeld}), whose record's fault is always the queue's.
+     */
+    private void postLargeOfTheApplication(long offset, int length, int id, MemorySegment header, long headerOffset, int headerLength,
+                                           long payloadLength, long bounceOffset, long bounceBefore) {
+        try {
+            postLarge(offset, length, id, header, headerOffset, headerLength, payloadLength, bounceOffset, bounceBefore);
+        } catch (InternalError fault) {
+            throw applicationFault(fault, peer.memory(), offset, length);
+        }
+    }
+
+    /**
      * Keeps a large message whose payload is encoded in the bounce ring but whose record found no
      * room in the peer's queue, to post it before anything else this endpoint sends
      * ({@link #postHeld}); the transport posts it too as it progresses, and a close before it goes.
@@ -423,7 +433,9 @@ final class ShmEndpoint implements TransportEndpoint {
         try {
             MemorySegment.copy(header, 0, heldHeader, 0, headerLength);
         } catch (Throwable t) {
-            bounce.rollback(bounceBefore); // the caller's header is closed or another thread's: nothing is sent, as at a claim
+            // The caller's header is closed, another thread's or a mapping of its own that faulted: nothing is sent, as at a claim.
+            bounce.rollback(bounceBefore);
+            if (t instanceof InternalError fault) throw applicationFault(fault, heldHeader, 0, headerLength);
             throw t;
         }
         synchronized (closeSteps) { // as postHeld reads them: a close forced from another thread may post the message
@@ -484,10 +496,13 @@ final class ShmEndpoint implements TransportEndpoint {
         }
     }
 
-    /** A send touched mapped memory that is gone (a posix file truncated under it): this endpoint fails. */
+    /**
+     * A send touched mapped memory of its own that is gone (a posix file truncated under it): this
+     * endpoint fails. A fault of the application's own segments is not one ({@link #applicationFault}).
+     */
     private PeerFailedException sendFault(InternalError e) {
-        fail(Reason.DAMAGED, MappedMemoryFaults.describe(e, transport.plugin(), "mapped memory this send touched (the peer's receive queue, "
-                + "this connection's bounce ring or the message's own segments)"), e);
+        fail(Reason.DAMAGED, MappedMemoryFaults.describe(e, transport.plugin(), "mapped memory this send touched (the peer's receive queue "
+                + "or this connection's bounce ring)"), e);
         return failure;
     }
 

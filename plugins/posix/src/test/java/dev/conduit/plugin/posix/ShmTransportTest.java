@@ -4,6 +4,7 @@ import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
+import dev.conduit.shm.BounceRing;
 import dev.conduit.shm.ReceiveQueue;
 import dev.conduit.shm.ShmTransport;
 import dev.conduit.shm.ShmTransportConfig;
@@ -891,6 +892,53 @@ class ShmTransportTest {
     }
 
     /**
+     * A plain send whose record in the peer's queue crosses into a page truncated away (by a
+     * process that may write the shared directory) faults at its payload's copy there: that fault
+     * is of the transport's own mapping, and fails the endpoint as damaged. A fault at a copy from
+     * the application's own segment reaches the caller as it is (PayloadFaultOverShmTest,
+     * integration-tests): the transport tells them apart by whether the record is still backed.
+     */
+    @Test
+    void aPlainSendWhoseRecordCrossesIntoATruncatedPageFailsTheEndpointAsDamaged() throws Exception {
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+        assertThat(ep.trySend(6, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        sendLinesUpTo(ep, receiver, received, 4096 - 64); // the next record starts on the ring's first page's last line
+        try (var channel = java.nio.channels.FileChannel.open(theQueuesFile(), java.nio.file.StandardOpenOption.WRITE)) {
+            channel.truncate(4096 + 4096);
+        }
+        assertThatThrownBy(() -> ep.trySend(9, MemorySegment.NULL, bytes(256, 2))) // past the record's first 48 bytes, the page gone
+                .as("the send whose record crosses into the page gone").isInstanceOf(PeerFailedException.class)
+                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).isEqualTo(PeerFailedException.Reason.DAMAGED));
+    }
+
+    /**
+     * A plain send of a large message whose payload's place in this connection's bounce ring was
+     * truncated away (the ring's file cut to its header, by a process that may write the shared
+     * directory) faults at its copy into the ring: that fault is of the transport's own mapping,
+     * and fails the endpoint as damaged, as one in the peer's queue does.
+     */
+    @Test
+    void aLargeSendIntoABounceRingTruncatedToItsHeaderFailsTheEndpointAsDamaged() throws Exception {
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        TransportEndpoint ep = connect(transport(new Received(), "posix.bounce.size", "256k"), receiver, cause -> { });
+        List<String> before = ProcessResources.files(shared);
+        assertThat(sendWhileProgressing(ep, receiver, 6, bytes(50_000, 1))).as("its CONNECT, BOUNCE and a large message").isTrue();
+        receive(receiver, received, 1);
+        List<String> made = ProcessResources.files(shared).stream().filter(name -> !before.contains(name) && name.endsWith(".chunk")).toList();
+        assertThat(made).as("the sender's bounce ring").hasSize(1);
+        try (var channel = java.nio.channels.FileChannel.open(shared.resolve(made.getFirst()), java.nio.file.StandardOpenOption.WRITE)) {
+            channel.truncate(BounceRing.HEADER_LENGTH);
+        }
+        assertThatThrownBy(() -> ep.trySend(9, MemorySegment.NULL, bytes(50_000, 2)))
+                .as("the large send whose place in the ring is gone").isInstanceOf(PeerFailedException.class)
+                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).isEqualTo(PeerFailedException.Reason.DAMAGED));
+    }
+
+    /**
      * A large message held for want of room (another sender's claim was not yet taken) is posted
      * once there is room; its record, which crosses into a page of the peer's queue truncated away,
      * faults at its header's copy, after its claim: it is abandoned, as a send's is, and the receiver
@@ -916,6 +964,48 @@ class ShmTransportTest {
             queue.set(ValueLayout.JAVA_LONG, 136, 4096 - 64);
         });
         aSendFaultingPastTheRingsFirstPageIsAbandonedAndTheReceiverSaysItsQueueIsTruncated(ep, receiver); // the held message goes first
+    }
+
+    /**
+     * An encoded large message that finds no room for its record is held, its header copied into
+     * the endpoint's own buffer: a header that is a file of the application's own, mapped and then
+     * truncated, faults at that copy, and the fault is the application's. It comes out as it is,
+     * nothing is held nor reserved in the ring, and the endpoint sends on once there is room. Until
+     * 2026-12-07 the send failed the endpoint as damaged.
+     */
+    @Test
+    void aLargeMessageToHoldWhoseHeaderIsATruncatedMappingOfTheApplicationsFaultsAndTheEndpointSendsOn(@TempDir Path own)
+            throws Exception {
+        Received received = new Received();
+        Transport receiver = receiverThatUnblocksAtOnce(received);
+        TransportEndpoint ep = connect(transport(new Received()), receiver, cause -> { });
+        assertThat(sendWhileProgressing(ep, receiver, 6, bytes(50_000, 1))).as("its CONNECT, BOUNCE and a large message").isTrue();
+        receive(receiver, received, 1);
+        sendLinesUpTo(ep, receiver, received, 4096 - 128);
+        // Another sender's claim, not yet taken, of the first page's last line but one: no claim passes it.
+        writeIntoTheQueue(queue -> assertThat(claimAtTheTail(queue, 0x0bad_cafe_0000_0001L, 64)).isEqualTo(4096 - 128));
+        Path file = own.resolve("application-header");
+        Files.write(file, new byte[100]);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment header;
+            try (var channel = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                header = channel.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, 100, arena);
+                channel.truncate(0);
+            }
+
+            assertThatThrownBy(() -> ep.trySendEncoded(8, header, 50_000, (PayloadEncoder.Ranged) (memory, offset, maxLength) -> maxLength))
+                    .as("the send to hold, whose header faults on the application's own mapping").isExactlyInstanceOf(InternalError.class);
+        }
+        writeIntoTheQueue(queue -> { // the other sender takes its claim, names it and abandons it: there is room again
+            queue.set(ValueLayout.JAVA_INT, 4096 + 4096 - 128 + 4, ReceiveQueue.PAD);
+            queue.set(ValueLayout.JAVA_INT, 4096 + 4096 - 128, 64);
+            queue.set(ValueLayout.JAVA_LONG, 136, 4096 - 64);
+        });
+        int before = received.ids.size();
+        assertThat(sendWhileProgressing(ep, receiver, 7, bytes(50_000, 2))).as("the endpoint's next large message").isTrue();
+        receive(receiver, received, before + 1);
+        assertThat(received.ids.subList(before, received.ids.size())).as("what the receiver got after the fault").containsExactly(7);
     }
 
     /**
