@@ -28,6 +28,10 @@ final class VerbsMemoryProvider implements MemoryProvider {
 
     private final VerbsDomain.Holder holder;
     private final VerbsDomain domain;
+    /**
+     * Every chunk still allocated, with its registration; {@code null} for one whose free the JDK
+     * refused (its memory busy): deregistered already, its memory freed by the next free or close.
+     */
     private final Map<Chunk, Verbs.MemoryRegion> chunks = new IdentityHashMap<>();
     private boolean closed;
 
@@ -78,10 +82,18 @@ final class VerbsMemoryProvider implements MemoryProvider {
         }
     }
 
+    /**
+     * The chunk's address, length and remote key. A chunk whose free was refused (its memory busy)
+     * was deregistered by that free: it is registered again, under a new remote key.
+     */
     @Override
     public synchronized byte[] export(Chunk chunk) {
         ensureOpen();
         Verbs.MemoryRegion mr = region(chunk);
+        if (mr == null) {
+            mr = domain.protectionDomain().register(chunk.segment(), domain.access());
+            chunks.put(chunk, mr);
+        }
         return new WireFormat.Region(mr.memory().address(), mr.memory().byteSize(), mr.remoteKey()).encode();
     }
 
@@ -89,21 +101,33 @@ final class VerbsMemoryProvider implements MemoryProvider {
      * Deregisters the chunk, then frees its memory: a peer's later RDMA on it fails with a remote
      * access error and never reaches freed memory. If {@code ibv_dereg_mr} fails, the memory is
      * kept (never freed) and the exception names the errno and says so.
+     *
+     * @throws IllegalStateException if another thread is inside a native call on the chunk's memory
+     *         (the JDK refuses to free it): the chunk stays allocated and this provider's,
+     *         deregistered (a later {@link #export} registers it again), and a later free or
+     *         {@link #close} frees it
      */
     @Override
     public synchronized void free(Chunk chunk) {
         Verbs.MemoryRegion mr = region(chunk);
-        chunks.remove(chunk);
-        new Teardown("freeing a chunk of " + chunk.segment().byteSize() + " bytes at 0x" + Long.toHexString(chunk.segment().address()))
-                .region(mr).memory(((VerbsChunk) chunk).arena()).rethrow();
+        Arena arena = ((VerbsChunk) chunk).arena();
+        // Deregistered first even when the memory turns out busy: the device must stop writing before the memory goes.
+        Teardown teardown = new Teardown("freeing a chunk of " + chunk.segment().byteSize() + " bytes at 0x"
+                + Long.toHexString(chunk.segment().address())).region(mr).memory(arena);
+        if (!teardown.deviceMayWrite() && arena.scope().isAlive()) {
+            chunks.put(chunk, null);
+        } else {
+            chunks.remove(chunk);
+        }
+        teardown.rethrow();
     }
 
+    /** The chunk's registration, {@code null} if a refused free deregistered it. */
     private Verbs.MemoryRegion region(Chunk chunk) {
-        Verbs.MemoryRegion mr = chunks.get(chunk);
-        if (mr == null) {
+        if (!chunks.containsKey(chunk)) {
             throw new IllegalArgumentException("not a live chunk of this verbs provider: " + chunk);
         }
-        return mr;
+        return chunks.get(chunk);
     }
 
     private void ensureOpen() {
@@ -112,11 +136,17 @@ final class VerbsMemoryProvider implements MemoryProvider {
         }
     }
 
+    /**
+     * Frees every chunk, then releases the device context. A chunk the JDK refuses to free (another
+     * thread inside a native call on its memory) is left deregistered and allocated, the close
+     * throws that {@code IllegalStateException}, and a later close frees it.
+     */
     @Override
     public synchronized void close() {
-        if (closed) {
+        if (closed && chunks.isEmpty()) {
             return;
         }
+        boolean releaseDevice = !closed;
         closed = true;
         RuntimeException failure = null;
         for (Chunk chunk : java.util.List.copyOf(chunks.keySet())) {
@@ -131,7 +161,9 @@ final class VerbsMemoryProvider implements MemoryProvider {
             }
         }
         try {
-            holder.release(domain);
+            if (releaseDevice) {
+                holder.release(domain);
+            }
         } catch (RuntimeException e) {
             if (failure == null) {
                 throw e;

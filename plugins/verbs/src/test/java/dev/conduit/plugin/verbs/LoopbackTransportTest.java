@@ -1,6 +1,10 @@
 package dev.conduit.plugin.verbs;
 
 import dev.conduit.linux.Errno;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.linux.SocketFlags;
+import dev.conduit.linux.SocketPair;
 import dev.conduit.spi.Chunk;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
@@ -11,6 +15,7 @@ import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.BlockedCalls;
 import org.junit.jupiter.api.AfterEach;
 import jdk.net.ExtendedSocketOptions;
 import org.junit.jupiter.api.Test;
@@ -768,6 +773,65 @@ class LoopbackTransportTest {
         assertThat(verbs.refusedRegistrations()).extracting(MemorySegment::byteSize).containsExactly(4096L, 8192L, 12288L);
         assertThat(verbs.refusedRegistrations()).allSatisfy(memory -> assertThat(memory.scope().isAlive()).as("freed").isFalse());
         provider.free(provider.allocate(4096));
+    }
+
+    /**
+     * A free the JDK refuses while another thread is inside a native call on the chunk's memory
+     * ({@code IllegalStateException}) leaves the chunk the provider's, as the SPI's {@code free}
+     * says, and the runtime frees it again at its region's next close: that later free releases the
+     * memory. The refused free deregistered the chunk all the same (the device stops writing before
+     * the memory goes), so an export in between registers it again. (Until 2026-12-07 the provider
+     * forgot the chunk before the refusal: the later free was refused as "not a live chunk" and the
+     * memory never freed.)
+     */
+    @Test
+    void aFreeRefusedForABusyChunkLeavesItTheProvidersAndALaterFreeReleasesIt() throws Exception {
+        MemoryProvider provider = peer().memory();
+        closing.add(provider::close);
+        Chunk chunk = provider.allocate(4096);
+        Libc libc = Linux.libc();
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), chunk.segment().asSlice(0, 1)));
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
+
+            assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(IllegalStateException.class);
+            assertThat(verbs.isRegistered(chunk.segment())).as("the busy chunk, deregistered by the refused free").isFalse();
+
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+        }
+        provider.export(chunk);
+        assertThat(verbs.isRegistered(chunk.segment())).as("the chunk, registered again by its export").isTrue();
+        provider.free(chunk);
+        assertThat(chunk.segment().scope().isAlive()).as("the chunk's memory, freed by the free the runtime tries again").isFalse();
+        assertThat(verbs.isRegistered(chunk.segment())).as("the freed chunk's registration").isFalse();
+    }
+
+    /**
+     * The same refusal met by the provider's close: the SPI's close is idempotent and the runtime
+     * tries a refused close again at the pool's next close, so that later close must free the chunk
+     * the first could not. (Until 2026-12-07 the first close marked the provider closed and forgot
+     * the chunk before the refusal: the later close returned at once and the memory was never
+     * freed.)
+     */
+    @Test
+    void aCloseRefusedForABusyChunkFreesItWhenTriedAgain() throws Exception {
+        MemoryProvider provider = peer().memory();
+        closing.add(provider::close);
+        Chunk chunk = provider.allocate(4096);
+        Libc libc = Linux.libc();
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), chunk.segment().asSlice(0, 1)));
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
+
+            assertThatThrownBy(provider::close).isInstanceOf(IllegalStateException.class);
+            assertThat(verbs.isRegistered(chunk.segment())).as("the busy chunk, deregistered by the refused close").isFalse();
+
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+        }
+        provider.close();
+        assertThat(chunk.segment().scope().isAlive()).as("the chunk's memory, freed by the close the runtime tries again").isFalse();
     }
 
     /**
