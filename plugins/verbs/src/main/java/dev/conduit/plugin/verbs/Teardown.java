@@ -1,5 +1,6 @@
 package dev.conduit.plugin.verbs;
 
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 
 import java.io.IOException;
@@ -7,8 +8,9 @@ import java.lang.foreign.Arena;
 import java.nio.channels.SocketChannel;
 
 /**
- * Closes what a connection or a chunk holds, in order, going on past every failure, and frees
- * registered memory only when nothing may reach it any more.
+ * Closes what a connection or a chunk holds, in order, going on past every failure (an
+ * {@code Error} too: out of native memory for a call's capture state, say), and frees registered
+ * memory only when nothing may reach it any more.
  *
  * <p>A queue pair that {@code ibv_destroy_qp} could not destroy may still have receives posted
  * into its buffers, and a region that {@code ibv_dereg_mr} could not deregister still lets the
@@ -19,8 +21,8 @@ import java.nio.channels.SocketChannel;
 final class Teardown {
 
     private final String what;
-    private RuntimeException first;
-    private RuntimeException later;
+    private Throwable first;
+    private Throwable later;
     private boolean deviceMayWrite;
     private long keptBytes;
 
@@ -46,7 +48,7 @@ final class Teardown {
         if (qp != null) {
             try {
                 qp.close();
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 deviceMayWrite = true;
                 add(e);
             }
@@ -54,13 +56,13 @@ final class Teardown {
         return this;
     }
 
-    /** {@code ibv_dereg_mr}; if it fails, the region's memory stays reachable by the device. */
+    /** {@code ibv_dereg_mr}; if it fails (or throws an {@code Error}), the region's memory stays reachable by the device. */
     Teardown region(Verbs.MemoryRegion mr) {
         if (mr != null) {
             keptBytes += mr.memory().byteSize();
             try {
                 mr.close();
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 deviceMayWrite = true;
                 add(e);
             }
@@ -72,7 +74,7 @@ final class Teardown {
     Teardown other(Runnable close) {
         try {
             close.run();
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             add(e);
         }
         return this;
@@ -86,7 +88,7 @@ final class Teardown {
         return this;
     }
 
-    private void add(RuntimeException e) {
+    private void add(Throwable e) {
         if (first == null) {
             first = e;
         } else if (later == null) {
@@ -96,21 +98,44 @@ final class Teardown {
         }
     }
 
-    /** What failed, or {@code null}: the first failure, with why memory was kept when it was, and the others suppressed. */
-    RuntimeException failure() {
+    /**
+     * What failed, or {@code null}: the first failure, with why memory was kept when it was, and
+     * the others suppressed. An {@code Error} of the JVM's own (out of memory, a stack overflow:
+     * {@link Cleanup#isTheJvmsOwn}) is the failure itself, as {@link Cleanup#collect} throws it,
+     * where no catch of {@code ConduitException} swallows it, with why memory was kept suppressed in
+     * it; any other {@code Error} is the cause of a {@code ConduitException} that names it.
+     */
+    Throwable failure() {
         if (first == null) {
             return null;
         }
-        RuntimeException failure = first;
-        if (deviceMayWrite) {
-            failure = new ConduitException("verbs: " + what + " failed: " + first.getMessage() + "; its " + keptBytes
-                    + " bytes of registered memory are kept allocated, not freed, because the device may still write into them "
-                    + "(a queue pair or registration of them is still there); they are released when the process exits", first);
+        Throwable failure;
+        if (Cleanup.isTheJvmsOwn(first)) {
+            failure = first;
+            if (deviceMayWrite) {
+                failure.addSuppressed(new ConduitException("verbs: " + what + " failed with " + first + "; " + kept()));
+            }
+        } else if (deviceMayWrite) {
+            failure = new ConduitException("verbs: " + what + " failed: " + describe(first) + "; " + kept(), first);
+        } else if (first instanceof Error) {
+            failure = new ConduitException("verbs: " + what + " failed with " + first, first);
+        } else {
+            failure = first;
         }
         if (later != null) {
             failure.addSuppressed(later);
         }
         return failure;
+    }
+
+    private String kept() {
+        return "its " + keptBytes + " bytes of registered memory are kept allocated, not freed, because the device may still write "
+                + "into them (a queue pair or registration of them is still there); they are released when the process exits";
+    }
+
+    /** An exception's message (an errno's, naming the call), an {@code Error} by its class as well. */
+    private static String describe(Throwable failure) {
+        return failure instanceof RuntimeException ? failure.getMessage() : failure.toString();
     }
 
     /** Whether a queue pair or registration could not be torn down: the device may still write into the memory. */
@@ -120,15 +145,18 @@ final class Teardown {
 
     /** Throws {@link #failure()}, if any. */
     void rethrow() {
-        RuntimeException failure = failure();
-        if (failure != null) {
-            throw failure;
+        switch (failure()) {
+            case null -> {
+            }
+            case RuntimeException e -> throw e;
+            case Error e -> throw e;
+            case Throwable e -> throw new AssertionError("no step throws a checked exception", e);
         }
     }
 
     /** Adds {@link #failure()} to {@code primary} as suppressed, for a teardown after another failure; returns {@code primary}. */
     <T extends Throwable> T suppressedInto(T primary) {
-        RuntimeException failure = failure();
+        Throwable failure = failure();
         if (failure != null) {
             primary.addSuppressed(failure);
         }

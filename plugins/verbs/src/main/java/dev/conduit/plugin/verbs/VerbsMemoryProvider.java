@@ -7,6 +7,7 @@ import dev.conduit.spi.MemoryProvider;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -70,7 +71,7 @@ final class VerbsMemoryProvider implements MemoryProvider {
             return chunk;
         } catch (Throwable e) {
             // Any Error too (a StackOverflowError out of the downcall): nothing else will ever free this memory.
-            RuntimeException kept = new Teardown("freeing a chunk of " + size + " bytes whose allocation failed").region(mr).memory(arena)
+            Throwable kept = new Teardown("freeing a chunk of " + size + " bytes whose allocation failed").region(mr).memory(arena)
                     .failure();
             if (kept != null) {
                 e.addSuppressed(kept);
@@ -99,8 +100,9 @@ final class VerbsMemoryProvider implements MemoryProvider {
 
     /**
      * Deregisters the chunk, then frees its memory: a peer's later RDMA on it fails with a remote
-     * access error and never reaches freed memory. If {@code ibv_dereg_mr} fails, the memory is
-     * kept (never freed) and the exception names the errno and says so.
+     * access error and never reaches freed memory. If {@code ibv_dereg_mr} fails (or throws an
+     * {@code Error}), the memory is kept (never freed) and the exception names the errno and says
+     * so.
      *
      * @throws IllegalStateException if another thread is inside a native call on the chunk's memory
      *         (the JDK refuses to free it): the chunk stays allocated and this provider's,
@@ -137,9 +139,11 @@ final class VerbsMemoryProvider implements MemoryProvider {
     }
 
     /**
-     * Frees every chunk, then releases the device context. A chunk the JDK refuses to free (another
-     * thread inside a native call on its memory) is left deregistered and allocated, the close
-     * throws that {@code IllegalStateException}, and a later close frees it.
+     * Frees every chunk, then releases the device context, each step even when an earlier one
+     * failed (an {@code Error} too); the first failure is thrown, the others suppressed. A chunk
+     * whose deregistration fails keeps its memory, as {@link #free} does. A chunk the JDK refuses to
+     * free (another thread inside a native call on its memory) is left deregistered and allocated,
+     * the close throws that {@code IllegalStateException}, and a later close frees it.
      */
     @Override
     public synchronized void close() {
@@ -148,30 +152,13 @@ final class VerbsMemoryProvider implements MemoryProvider {
         }
         boolean releaseDevice = !closed;
         closed = true;
-        RuntimeException failure = null;
-        for (Chunk chunk : java.util.List.copyOf(chunks.keySet())) {
-            try {
-                free(chunk);
-            } catch (RuntimeException e) { // one chunk that cannot be freed keeps no other registered
-                if (failure == null) {
-                    failure = e;
-                } else {
-                    failure.addSuppressed(e);
-                }
-            }
+        Teardown teardown = new Teardown("closing the verbs memory provider");
+        for (Chunk chunk : List.copyOf(chunks.keySet())) {
+            teardown.other(() -> free(chunk)); // one chunk that cannot be freed (an Error too) keeps no other registered
         }
-        try {
-            if (releaseDevice) {
-                holder.release(domain);
-            }
-        } catch (RuntimeException e) {
-            if (failure == null) {
-                throw e;
-            }
-            failure.addSuppressed(e);
+        if (releaseDevice) {
+            teardown.other(() -> holder.release(domain));
         }
-        if (failure != null) {
-            throw failure;
-        }
+        teardown.rethrow();
     }
 }

@@ -835,6 +835,34 @@ class LoopbackTransportTest {
     }
 
     /**
+     * An {@link Error} out of one chunk's {@code ibv_dereg_mr} (out of native memory for the
+     * call's capture state) while the provider closes: that chunk's memory is rightly kept, as the
+     * device may still reach it, but the close still frees every other chunk and releases the
+     * device context, and throws that Error itself (the JVM's own, as {@code Cleanup.collect}
+     * throws it). (Until 2026-12-07 the teardown caught only {@code RuntimeException}s: the Error
+     * ended the close at the first chunk, the others staying registered and allocated and the
+     * device context open for the process's life.)
+     */
+    @Test
+    void anErrorDeregisteringOneChunkLeavesNoOtherChunkOfTheClosingProviderAllocatedNorTheDeviceOpen() throws Exception {
+        TestWorker worker = peer();
+        MemoryProvider provider = worker.memory();
+        closing.add(provider::close);
+        List<Chunk> chunks = List.of(provider.allocate(4096), provider.allocate(4096));
+        OutOfMemoryError outOfMemory = new OutOfMemoryError("native memory for ibv_dereg_mr's capture state");
+        verbs.throwFromNextDeregister(outOfMemory);
+
+        Throwable thrown = catchThrowable(provider::close);
+        worker.close();
+
+        assertThat(thrown).as("the close's failure").isSameAs(outOfMemory);
+        assertThat(chunks).filteredOn(chunk -> chunk.segment().scope().isAlive()).as("chunks left allocated: only the one whose "
+                + "deregistration threw").hasSize(1);
+        assertThat(verbs.contextsOpen()).as("device contexts open once the provider and the worker's transport closed").isZero();
+        verbs.reclaimLeftovers();
+    }
+
+    /**
      * The acceptor writes the connector's credit word through the connector's queue pair, and
      * reaches nothing else through it: a hostile acceptor that learns a chunk's key and address
      * (any handle of it) could read, write or add to it through that queue pair while it granted

@@ -59,7 +59,8 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       ({@link #throwFromNextPoll}).</li>
  *   <li>on request, the next {@code ibv_post_recv} ({@link #throwFromNextPostReceive}) or
  *       {@code ibv_post_send} ({@link #throwFromNextPostSend}) throws an {@link Error} out of the
- *       call and posts nothing;</li>
+ *       call and posts nothing; and the next {@code ibv_dereg_mr} ({@link #throwFromNextDeregister})
+ *       throws one before the call, the region left registered until {@link #reclaimLeftovers()};</li>
  *   <li>a work request longer than its port's {@code max_msg_sz} ({@link #maxMessageSize}, of the
  *       device when it was opened) fails with {@code IBV_WC_LOC_LEN_ERR}, as an adapter fails it;
  *       an RDMA WRITE or READ longer than the responder's fails both queue pairs, the requester's
@@ -123,6 +124,8 @@ final class LoopbackVerbs implements Verbs {
     private Error postSendError;
     /** What the next {@code ibv_reg_mr} throws ({@link #throwFromNextRegister}), or {@code null}. */
     private Error registerError;
+    /** What the next {@code ibv_dereg_mr} throws ({@link #throwFromNextDeregister}), or {@code null}. */
+    private Error deregisterError;
     /** The memory of every {@code ibv_reg_mr} that failed ({@link #failNext}, {@link #throwFromNextRegister}). */
     private final List<MemorySegment> refusedRegistrations = new ArrayList<>();
     /** The completion queue whose completions {@link #delayCompletions} holds back, or {@code null}. */
@@ -215,6 +218,14 @@ final class LoopbackVerbs implements Verbs {
     /** Makes the next {@code ibv_reg_mr} throw {@code error}, as an Error out of the downcall (a stack overflow) would. */
     synchronized void throwFromNextRegister(Error error) {
         registerError = error;
+    }
+
+    /**
+     * Makes the next {@code ibv_dereg_mr} throw {@code error} before the call, the region left registered, as running out of
+     * native memory for its capture state would.
+     */
+    synchronized void throwFromNextDeregister(Error error) {
+        deregisterError = error;
     }
 
     /** The memory of every {@code ibv_reg_mr} that failed so far, in order. */
@@ -590,6 +601,12 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public void close() {
             synchronized (LoopbackVerbs.this) {
+                Error error = deregisterError;
+                if (error != null) {
+                    deregisterError = null;
+                    leftovers.add(this::deregister);
+                    throw error;
+                }
                 try {
                     maybeFail("ibv_dereg_mr", "loop0 mr " + key);
                 } catch (ErrnoException e) {

@@ -124,6 +124,35 @@ class TeardownTest {
     }
 
     /**
+     * An {@link Error} out of one of an endpoint's {@code ibv_dereg_mr}s (out of native memory for
+     * the call's capture state) is thrown itself once the rest is torn down: the other buffer
+     * deregistered, the endpoint unregistered from its transport, both buffers kept (a registration
+     * of their memory is still there). Until 2026-12-07 the teardown caught only
+     * {@code RuntimeException}s: the Error ended the close at that registration, the other buffer
+     * staying registered and the endpoint holding its slot.
+     */
+    @Test
+    void anErrorDeregisteringOneOfAnEndpointsBuffersStillDeregistersTheOtherAndUnregistersTheEndpoint() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        int before = verbs.registeredMemory().size();
+        VerbsEndpoint e = (VerbsEndpoint) connected(a.connect(b), a, b);
+        List<MemorySegment> buffers = List.copyOf(verbs.registeredMemory().subList(before, before + 2)); // the connector's
+        OutOfMemoryError outOfMemory = new OutOfMemoryError("native memory for ibv_dereg_mr's capture state");
+        verbs.throwFromNextDeregister(outOfMemory);
+
+        assertThatThrownBy(e::close).isSameAs(outOfMemory);
+
+        assertThat(buffers).filteredOn(verbs::isRegistered).as("buffers left registered: the one whose deregistration threw")
+                .hasSize(1);
+        assertThat(buffers).allSatisfy(buffer -> assertThat(buffer.scope().isAlive()).as("kept").isTrue());
+        assertThat(e.slot).as("the endpoint's slot, once unregistered from its transport").isEqualTo(-1);
+        assertThat(outOfMemory.getSuppressed()).as("why the buffers are kept")
+                .anySatisfy(kept -> assertThat(kept).hasMessageContaining("bytes of registered memory are kept allocated"));
+        progressUntil(() -> b.transport.inbounds().isEmpty(), b); // the wire-up socket was closed all the same
+    }
+
+    /**
      * As an inbound connection's: an endpoint's queue pair that could not be destroyed may still
      * complete its outstanding work into the worker's send queue, which is sized for the outbound
      * limit (send buffers per slot). Its slot used to be handed to the next endpoint all the same,
