@@ -1,6 +1,7 @@
 package dev.conduit.plugin.verbs;
 
 import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.SocketFlags;
@@ -860,6 +861,33 @@ class LoopbackTransportTest {
                 + "deregistration threw").hasSize(1);
         assertThat(verbs.contextsOpen()).as("device contexts open once the provider and the worker's transport closed").isZero();
         verbs.reclaimLeftovers();
+    }
+
+    /**
+     * As {@code ibv_reg_mr} on a device: a registration that grants remote write or remote
+     * atomics without local write is refused with {@code EINVAL}, so a registration the plugin
+     * makes that way fails here as it would on a device. Until 2026-12-07 the simulation accepted
+     * it. Remote read alone is accepted.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(ints = {VerbsAbi.IBV_ACCESS_REMOTE_WRITE, VerbsAbi.IBV_ACCESS_REMOTE_ATOMIC,
+            VerbsAbi.IBV_ACCESS_REMOTE_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_READ | VerbsAbi.IBV_ACCESS_REMOTE_ATOMIC})
+    void aRegistrationGrantingRemoteWriteOrAtomicsWithoutLocalWriteIsRefusedWithEinvalAsByADevice(int access) {
+        Verbs.Device device = verbs.open("loop0");
+        Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
+        closing.add(device::close);
+        closing.add(pd::close);
+        Arena arena = Arena.ofShared();
+        closing.add(arena::close);
+        MemorySegment memory = arena.allocate(4096, 4096);
+
+        assertThatThrownBy(() -> pd.register(memory, access)).isInstanceOf(ErrnoException.class).hasMessageContaining("EINVAL")
+                .hasMessageContaining("without local write");
+        assertThat(verbs.isRegistered(memory)).as("the refused memory").isFalse();
+
+        Verbs.MemoryRegion readable = pd.register(memory, VerbsAbi.IBV_ACCESS_REMOTE_READ);
+        readable.close();
+        pd.register(memory, access | VerbsAbi.IBV_ACCESS_LOCAL_WRITE).close();
     }
 
     /**

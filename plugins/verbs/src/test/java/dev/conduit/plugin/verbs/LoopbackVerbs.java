@@ -61,6 +61,9 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       {@code ibv_post_send} ({@link #throwFromNextPostSend}) throws an {@link Error} out of the
  *       call and posts nothing; and the next {@code ibv_dereg_mr} ({@link #throwFromNextDeregister})
  *       throws one before the call, the region left registered until {@link #reclaimLeftovers()};</li>
+ *   <li>{@code ibv_reg_mr} granting remote write or remote atomics without local write fails with
+ *       {@code EINVAL}, as the kernel refuses it (the device could then write memory the process
+ *       said it may not);</li>
  *   <li>a work request longer than its port's {@code max_msg_sz} ({@link #maxMessageSize}, of the
  *       device when it was opened) fails with {@code IBV_WC_LOC_LEN_ERR}, as an adapter fails it;
  *       an RDMA WRITE or READ longer than the responder's fails both queue pairs, the requester's
@@ -126,7 +129,7 @@ final class LoopbackVerbs implements Verbs {
     private Error registerError;
     /** What the next {@code ibv_dereg_mr} throws ({@link #throwFromNextDeregister}), or {@code null}. */
     private Error deregisterError;
-    /** The memory of every {@code ibv_reg_mr} that failed ({@link #failNext}, {@link #throwFromNextRegister}). */
+    /** The memory of every {@code ibv_reg_mr} that failed ({@link #failNext}, {@link #throwFromNextRegister}, or refused as invalid). */
     private final List<MemorySegment> refusedRegistrations = new ArrayList<>();
     /** The completion queue whose completions {@link #delayCompletions} holds back, or {@code null}. */
     private Cq delayedQueue;
@@ -536,6 +539,10 @@ final class LoopbackVerbs implements Verbs {
                 try {
                     if (error != null) {
                         throw error;
+                    }
+                    if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) != 0 && (access & IBV_ACCESS_LOCAL_WRITE) == 0) {
+                        throw new ErrnoException("ibv_reg_mr", Errno.EINVAL, "loop0", "loop0 " + memory.byteSize() + " bytes, access "
+                                + access + " (remote write or atomics without local write)");
                     }
                     maybeFail("ibv_reg_mr", "loop0 " + memory.byteSize() + " bytes");
                 } catch (RuntimeException | Error e) {
