@@ -156,8 +156,10 @@ final class PerfPlot {
     /** Percentile curves, one per size: x is 1 / (1 - percentile), on a log axis labelled in percent. */
     private static JFreeChart latencyChart(String title, List<PerfResult> rows) {
         XYSeriesCollection data = new XYSeriesCollection();
-        for (PerfResult r : rows) {
-            XYSeries series = new XYSeries(r.test().sized() ? PerfParsing.formatSize(r.size()) + " B" : "8 B", false, true);
+        List<String> names = seriesNames(rows);
+        for (int i = 0; i < rows.size(); i++) {
+            PerfResult r = rows.get(i);
+            XYSeries series = new XYSeries(names.get(i), false, true);
             LatencyHistogram h = r.latency();
             long total = h.getTotalCount();
             for (HistogramIterationValue v : h.percentiles(5)) {
@@ -176,6 +178,21 @@ final class PerfPlot {
         JFreeChart chart = new JFreeChart(title + " - latency distribution", new Font(Font.SANS_SERIF, Font.BOLD, 14), plot, true);
         chart.setBackgroundPaint(Color.WHITE);
         return chart;
+    }
+
+    /**
+     * The legend's name of each row's curve: its size, and for a size measured again ({@code -s 8,8}, {@code -s 1k,1024})
+     * which time it is ({@code 8 B (2)}): a chart's series need names of their own.
+     */
+    static List<String> seriesNames(List<PerfResult> rows) {
+        Map<String, Integer> seen = new java.util.HashMap<>();
+        List<String> names = new ArrayList<>();
+        for (PerfResult r : rows) {
+            String size = (r.test().sized() ? PerfParsing.formatSize(r.size()) : "8") + " B";
+            int time = seen.merge(size, 1, Integer::sum);
+            names.add(time == 1 ? size : size + " (" + time + ")");
+        }
+        return names;
     }
 
     /** MB/s by size, one line per bandwidth test. */

@@ -252,6 +252,26 @@ class PerfOutputTest {
     }
 
     /**
+     * {@code -s 8,8} (or {@code -s 1k,1024}) measures a size twice, as a look at the run's own noise: the table and the JSON
+     * have both rows, and so has the chart. Each size's curve was a series keyed by its size alone, and JFreeChart refuses
+     * a second series of one key, so that the run, measured to its end, failed with its IllegalArgumentException ("This
+     * dataset already contains a series with the key 8 B") and wrote no chart.
+     */
+    @Test
+    void aSizeMeasuredTwiceIsDrawnTwice(@TempDir Path dir) throws Exception {
+        Path png = dir.resolve("perf.png");
+        List<PerfResult> rows = new ArrayList<>();
+        for (long size : new long[] {8, 1024, 8, 1024}) {
+            rows.add(new PerfResult(PerfTest.AM_LAT, null, size, 1000, 100, 2_000_000, histogram(300 + size), null, Map.of()));
+        }
+
+        PerfPlot.write(runOf(rows), png);
+
+        assertThat(ImageIO.read(png.toFile())).isNotNull();
+        assertThat(PerfPlot.seriesNames(rows)).containsExactly("8 B", "1k B", "8 B (2)", "1k B (2)");
+    }
+
+    /**
      * A plot written to a full file system (a full /tmp) failed with ImageIO's "javax.imageio.IIOException: I/O error
      * writing PNG file!", which hides the cause; /dev/full fails every write with ENOSPC. Its file system has room, so
      * freeing space there is no remedy: the error said "(ENOSPC): free space there" when the reason's words were the
