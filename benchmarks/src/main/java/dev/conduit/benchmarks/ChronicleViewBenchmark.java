@@ -19,8 +19,10 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -42,7 +44,9 @@ import java.util.concurrent.TimeUnit;
  * for {@code segmentEncodeDecode} and {@code rawEncodeDecode}: the symbol and flags folded into one
  * constant, the double converted from its register). Between two operations JMH's loop reads its
  * volatile stop flag, which no load is moved above. Plus one CAS increment ({@code *Cas}). One
- * thread, in-process; the region comes from a posix pool in {@code shared.dir} ({@code /dev/shm} by default).
+ * thread, in-process; the region comes from a posix pool in a fresh directory under the configured {@code shared.dir}
+ * ({@code /dev/shm} by default), {@link BenchmarkDirectory}: removed at the trial's end, and by a shutdown hook when the
+ * run is stopped or a measured call fails, so that no posix chunk or plugin lease stays behind.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -68,6 +72,7 @@ public class ChronicleViewBenchmark {
     private static final java.lang.invoke.VarHandle LONG_ATOMIC = ValueLayout.JAVA_LONG.varHandle();
     private static final int SYMBOL = 0x454D4341; // "ACME"
 
+    private Path dir;
     private Conduit conduit;
     private Region region;
     private MemorySegment segment;
@@ -79,25 +84,38 @@ public class ChronicleViewBenchmark {
     private long sequence;
 
     @Setup(Level.Trial)
-    public void open() {
-        conduit = Conduit.builder().transports("posix").build();
-        region = conduit.pool("posix").allocate(4096);
-        segment = region.segment();
-        view = ChronicleViews.bytes(region);
-        viewStore = ChronicleViews.store(region);
-        rawStore = BytesStore.wrap(segment.address(), segment.byteSize());
-        raw = rawStore.bytesForWrite();
-        // The record the first operation of each case decodes (view, raw and segment write the same bytes of the region).
-        for (Bytes<?> bytes : List.of(view, raw, heap)) encode(bytes, sequence);
-        encode(segment, sequence);
+    public void open() throws IOException {
+        dir = BenchmarkDirectory.create();
+        try {
+            conduit = Conduit.builder().transports("posix").sharedDirectory(dir).build();
+            region = conduit.pool("posix").allocate(4096);
+            segment = region.segment();
+            view = ChronicleViews.bytes(region);
+            viewStore = ChronicleViews.store(region);
+            rawStore = BytesStore.wrap(segment.address(), segment.byteSize());
+            raw = rawStore.bytesForWrite();
+            // The record the first operation of each case decodes (view, raw and segment write the same bytes of the region).
+            for (Bytes<?> bytes : List.of(view, raw, heap)) encode(bytes, sequence);
+            encode(segment, sequence);
+        } catch (RuntimeException | Error e) {
+            Trials.tearDownAfter(e, this::close);
+            throw e;
+        }
     }
 
     @TearDown(Level.Trial)
-    public void close() {
-        raw.releaseLast();
-        if (rawStore.refCount() > 0) rawStore.releaseLast();
-        region.close();
-        conduit.close();
+    public void close() throws IOException {
+        try {
+            if (raw != null) raw.releaseLast();
+            if (rawStore != null && rawStore.refCount() > 0) rawStore.releaseLast();
+            if (region != null) region.close();
+        } finally {
+            try {
+                if (conduit != null) conduit.close(); // its pool too, which frees the chunks of a region left open
+            } finally {
+                BenchmarkDirectory.delete(dir);
+            }
+        }
     }
 
     /** Writes the record from the start of {@code bytes}, where {@link #decode} reads it (its read position stays at 0). */
