@@ -28,6 +28,7 @@ import java.text.FieldPosition;
 import java.text.NumberFormat;
 import java.text.ParsePosition;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -185,7 +186,7 @@ final class PerfPlot {
      * which time it is ({@code 8 B (2)}): a chart's series need names of their own.
      */
     static List<String> seriesNames(List<PerfResult> rows) {
-        Map<String, Integer> seen = new java.util.HashMap<>();
+        Map<String, Integer> seen = new HashMap<>();
         List<String> names = new ArrayList<>();
         for (PerfResult r : rows) {
             String size = (r.test().sized() ? PerfParsing.formatSize(r.size()) : "8") + " B";
