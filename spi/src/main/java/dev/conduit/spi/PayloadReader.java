@@ -1,13 +1,15 @@
 package dev.conduit.spi;
 
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 
 /**
  * A bounds-checked, little-endian reader of bytes another process wrote: IPC handles, worker
- * addresses, handshake records. Every read names its field; running past the end, a malformed
- * name or an unsafe path throws {@link InvalidHandleException} naming that field, so no decoder has
- * to write its own checks.
+ * addresses, handshake records. Every read names its field; running past the end, a string that
+ * is not UTF-8, a malformed name or an unsafe path throws {@link InvalidHandleException} naming that
+ * field, so no decoder has to write its own checks.
  *
  * <p><b>Used by</b> the runtime and by plugins' {@link IpcImporter}s and transports to decode what
  * a peer sent. Not thread-safe; cheap to create.
@@ -110,14 +112,28 @@ public final class PayloadReader {
         return out;
     }
 
-    /** A length-prefixed UTF-8 string of at most {@code maxLength} bytes. */
+    /**
+     * A length-prefixed UTF-8 string of at most {@code maxLength} bytes. Bytes that are not UTF-8
+     * (a stray continuation byte, an overlong or cut-short sequence, an encoded surrogate) are
+     * refused, naming where they go wrong: until 2026-12-07 each malformed sequence read as U+FFFD,
+     * so that different bytes a peer sent read as one string
+     * ({@code PayloadReaderTest$Strings#refusesBytesThatAreNotUtf8NamingTheFieldAndWhereTheyGoWrong}).
+     */
     public String string(String field, int maxLength) {
         int length = u16(field + ".length");
         if (length > maxLength) {
             throw invalid(field, "length " + length + " exceeds the maximum " + maxLength);
         }
         require(field, length);
-        String s = new String(bytes, position, length, StandardCharsets.UTF_8);
+        ByteBuffer encoded = ByteBuffer.wrap(bytes, position, length);
+        String s;
+        try {
+            s = StandardCharsets.UTF_8.newDecoder().decode(encoded).toString(); // a new decoder reports, never replaces
+        } catch (CharacterCodingException e) {
+            // The decoder leaves the buffer at the sequence it refused.
+            throw invalid(field, "is not UTF-8: byte " + (encoded.position() - position) + " of its " + length
+                    + " begins a malformed sequence");
+        }
         position += length;
         return s;
     }

@@ -175,6 +175,27 @@ class PayloadReaderTest {
             assertThat(assertInvalid(r, x -> x.string("plugin", 5), "plugin")).hasMessageContaining("length 6 exceeds the maximum 5");
         }
 
+        /**
+         * Bytes that are not UTF-8 (a stray continuation byte, 0xFF, an overlong '/', an encoded
+         * surrogate, a sequence cut short) are refused: decoded leniently, each became U+FFFD, so
+         * that different bytes a peer sent read as one string.
+         */
+        @ParameterizedTest
+        @ValueSource(strings = {"61 80", "61 ff", "61 c0 af", "61 ed a0 80", "61 e2 82"})
+        void refusesBytesThatAreNotUtf8NamingTheFieldAndWhereTheyGoWrong(String hex) {
+            byte[] body = java.util.HexFormat.ofDelimiter(" ").parseHex(hex);
+            PayloadReader r = reader(new PayloadWriter().u16(body.length).bytes(body).u8(7).toByteArray());
+            assertThat(assertInvalid(r, x -> x.string("host", 32), "host"))
+                    .hasMessageContaining("is not UTF-8: byte 1 of its " + body.length + " begins a malformed sequence");
+        }
+
+        @Test
+        void readsFourByteUtf8AsTheSurrogatePairItEncodes() {
+            PayloadReader r = reader(new PayloadWriter().string("a\uD83D\uDE00").toByteArray());
+            assertThat(r.string("a", 8)).isEqualTo("a\uD83D\uDE00");
+            r.end("end");
+        }
+
         @Test
         void truncatedLengthOrBodyNamesTheField() {
             assertInvalid(reader((byte) 3), r -> r.string("plugin", 32), "plugin.length");
