@@ -130,8 +130,14 @@ public final class ConfigKey<T> {
         });
     }
 
-    /** A whole number in {@code [min, max]}: ASCII digits, with a minus sign for a negative one. */
+    /**
+     * A whole number in {@code [min, max]}: ASCII digits, with a minus sign for a negative one.
+     *
+     * @throws IllegalArgumentException if {@code defaultValue} is outside {@code [min, max]}, naming
+     *                                  the key: see {@link #requireDefaultInRange}
+     */
     public static ConfigKey<Long> integer(String name, long defaultValue, long min, long max, String doc) {
+        requireDefaultInRange(name, defaultValue, min, max);
         return new ConfigKey<>(name, Long.class, defaultValue, "a whole number from " + min + " to " + max, doc, s -> {
             String digits = s.trim();
             if (!INTEGER.matcher(digits).matches()) throw new IllegalArgumentException();
@@ -141,13 +147,24 @@ public final class ConfigKey<T> {
         });
     }
 
-    /** A size in bytes, with an optional binary suffix: {@code 4096}, {@code 64k}, {@code 256m}, {@code 1g}, {@code 2GiB}. */
+    /**
+     * A size in bytes, with an optional binary suffix: {@code 4096}, {@code 64k}, {@code 256m}, {@code 1g}, {@code 2GiB}.
+     *
+     * @throws IllegalArgumentException if {@code defaultValue} is below {@code min}, naming the key:
+     *                                  see {@link #requireDefaultInRange}
+     */
     public static ConfigKey<Long> bytes(String name, long defaultValue, long min, String doc) {
         return bytes(name, defaultValue, min, Long.MAX_VALUE, doc);
     }
 
-    /** A size in bytes in {@code [min, max]}, written as {@link #bytes(String, long, long, String)} reads it. */
+    /**
+     * A size in bytes in {@code [min, max]}, written as {@link #bytes(String, long, long, String)} reads it.
+     *
+     * @throws IllegalArgumentException if {@code defaultValue} is outside {@code [min, max]}, naming
+     *                                  the key: see {@link #requireDefaultInRange}
+     */
     public static ConfigKey<Long> bytes(String name, long defaultValue, long min, long max, String doc) {
+        requireDefaultInRange(name, defaultValue, min, max);
         return new ConfigKey<>(name, Long.class, defaultValue, sizeForm(min, max, ""), doc, s -> {
             var m = SIZE.matcher(s.trim());
             if (!m.matches()) throw new IllegalArgumentException();
@@ -185,6 +202,21 @@ public final class ConfigKey<T> {
             long v = exact.parser.apply(s);
             return Long.bitCount(v) == 1 ? v : Long.highestOneBit(v) << 1;
         });
+    }
+
+    /**
+     * Refuses a default that no value of the key could be: the runtime takes the default as it is
+     * when nothing sets the key, so that until 2026-12-07 a plugin ran with it unchecked, and
+     * {@code conduit info} listed it beside an expected form that excludes it
+     * (ConfigKeyTest#aNumberKeyRefusesADefaultOutsideItsRangeNamingTheKeyAndTheRange). A
+     * {@code min} above {@code max} leaves no default in range, and is refused so.
+     */
+    private static void requireDefaultInRange(String name, long defaultValue, long min, long max) {
+        if (defaultValue < min || defaultValue > max) {
+            throw new IllegalArgumentException("config key " + name + ": default " + defaultValue + " is outside [" + min + ", " + max
+                    + "], the values it takes: nothing could set the value the plugin would run with when the key is unset; give a "
+                    + "default in range");
+        }
     }
 
     private static String sizeForm(long min, long max, String rounding) {

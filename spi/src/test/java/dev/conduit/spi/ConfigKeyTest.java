@@ -460,6 +460,30 @@ class ConfigKeyTest {
     }
 
     /**
+     * A default outside the key's range was taken as it is whenever nothing set the key: the plugin
+     * ran with a value that no setting could give. Until 2026-12-07 each of these keys was made.
+     */
+    @Test
+    void aNumberKeyRefusesADefaultOutsideItsRangeNamingTheKeyAndTheRange() {
+        assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.integer("lo.depth", 0, 1, 64, "Doc."))
+                .withMessage("config key lo.depth: default 0 is outside [1, 64], the values it takes: nothing could set the value the "
+                        + "plugin would run with when the key is unset; give a default in range");
+        assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.integer("lo.depth", 65, 1, 64, "Doc."))
+                .withMessageStartingWith("config key lo.depth: default 65 is outside [1, 64]");
+        assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.integer("lo.depth", 8, 64, 1, "Doc."))
+                .withMessageStartingWith("config key lo.depth: default 8 is outside [64, 1]");
+        assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.bytes("lo.size", 1024, 4096, "Doc."))
+                .withMessageStartingWith("config key lo.size: default 1024 is outside [4096, 9223372036854775807]");
+        assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.bytes("lo.size", 2L << 30, 4096, 1L << 30, "Doc."))
+                .withMessageStartingWith("config key lo.size: default 2147483648 is outside [4096, 1073741824]");
+        assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.powerOfTwoBytes("lo.ring", 4096, 64L << 10, 1L << 30, "Doc."))
+                .withMessageStartingWith("config key lo.ring: default 4096 is outside [65536, 1073741824]");
+        assertThat(ConfigKey.integer("lo.depth", 1, 1, 64, "Doc.").defaultValue()).isEqualTo(1L);
+        assertThat(ConfigKey.integer("lo.depth", 64, 1, 64, "Doc.").defaultValue()).isEqualTo(64L);
+        assertThat(ConfigKey.bytes("lo.size", 4096, 4096, "Doc.").defaultValue()).isEqualTo(4096L);
+    }
+
+    /**
      * A default no value could be ("for ever", a plugin's "no timeout") made every listing of the
      * value in force overflow; until 2026-12-07 it was taken, and conduit info failed for every plugin.
      */
