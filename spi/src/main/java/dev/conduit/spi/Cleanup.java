@@ -15,12 +15,14 @@ public final class Cleanup {
      * Runs {@code step}; if it fails, its exception is added to {@code primary} as suppressed,
      * unless it is {@code primary} itself (a resource that throws its first failure again from its
      * close): as a try-with-resources does. (Until 2026-12-07 that threw "Self-suppression not
-     * permitted" in {@code primary}'s place.)
+     * permitted" in {@code primary}'s place.) A checked exception the step throws undeclared (a
+     * plugin's close in Kotlin, or with Lombok's {@code @SneakyThrows}) is added as any other; until
+     * 2026-12-07 it left this method in {@code primary}'s place.
      */
     public static void run(Throwable primary, Runnable step) {
         try {
             step.run();
-        } catch (RuntimeException | Error e) {
+        } catch (Throwable e) { // a checked one too, thrown undeclared
             suppress(primary, e);
         }
     }
@@ -37,7 +39,10 @@ public final class Cleanup {
      * where no caller that catches {@code ConduitException} would swallow it. (Since SPI 1.1;
      * before, any {@code Error} left the caller's loop and lost {@code first}.) A step that throws
      * {@code first} itself again leaves it as it was (until 2026-12-07 that threw "Self-suppression
-     * not permitted" in its place, and the caller's later steps did not run).
+     * not permitted" in its place, and the caller's later steps did not run). A checked exception
+     * the step throws undeclared (a plugin's close in Kotlin, or with Lombok's {@code @SneakyThrows})
+     * is collected as such an {@code Error} is; until 2026-12-07 it left this method, losing
+     * {@code first}, and the caller's later steps did not run.
      *
      * @throws VirtualMachineError the step's, when it is the JVM's own
      */
@@ -49,10 +54,10 @@ public final class Cleanup {
             if (first == null) return e;
             suppress(first, e);
             return first;
-        } catch (Error e) {
+        } catch (Throwable e) { // an Error, or a checked exception thrown undeclared
             if (isTheJvmsOwn(e)) {
                 if (first != null) e.addSuppressed(first);
-                throw e;
+                throw (VirtualMachineError) e;
             }
             if (first == null) return new ConduitException("a clean-up step failed with " + e, e);
             first.addSuppressed(e);

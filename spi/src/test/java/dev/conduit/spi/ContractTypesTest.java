@@ -200,6 +200,44 @@ class ContractTypesTest {
         })).isSameAs(broken);
     }
 
+    /**
+     * A step of a plugin written in Kotlin (which has no checked exceptions) or with Lombok's
+     * {@code @SneakyThrows} throws a checked exception its {@code Runnable} does not declare: a close
+     * that fails with an {@code IOException}. Until 2026-12-07 both {@code run} and {@code collect}
+     * caught only RuntimeException and Error, so that it left them in place of the failure being
+     * cleaned up after (the runtime's refusal of a pool whose provider then failed to close), and
+     * {@code collect}'s caller ran none of its later steps.
+     */
+    @Test
+    void aStepsCheckedExceptionThrownUndeclaredIsCollectedAsAnyOtherFailureAndHidesNone() {
+        java.io.IOException unclosable = new java.io.IOException("/dev/shm/conduit-x: Input/output error");
+        RuntimeException primary = new IllegalStateException("open failed");
+        List<String> ran = new ArrayList<>();
+        Cleanup.run(primary, () -> {
+            ran.add("close provider");
+            throw sneaky(unclosable);
+        });
+        Cleanup.run(primary, () -> ran.add("close descriptor"));
+        assertThat(ran).containsExactly("close provider", "close descriptor");
+        assertThat(primary.getSuppressed()).containsExactly(unclosable);
+
+        RuntimeException failure = Cleanup.collect(null, () -> {
+            throw sneaky(unclosable);
+        });
+        assertThat(failure).isInstanceOf(ConduitException.class).hasCause(unclosable).hasMessageContaining("Input/output error");
+        RuntimeException first = new IllegalStateException("first");
+        assertThat(Cleanup.collect(first, () -> {
+            throw sneaky(unclosable);
+        })).isSameAs(first);
+        assertThat(first.getSuppressed()).containsExactly(unclosable);
+    }
+
+    /** Throws {@code e}, checked or not, where the compiler would not let a checked one through: as Kotlin or Lombok do. */
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> RuntimeException sneaky(Throwable e) throws E {
+        throw (E) e;
+    }
+
     /** MappedMemoryFault.is: both forms of the JDK's report of a fault on mapped memory, and no other InternalError. */
     @Test
     void aFaultOnMappedMemoryIsToldFromOtherInternalErrors() {
