@@ -47,7 +47,9 @@ public final class BestEffortLog {
 
     /**
      * Logs {@code message} (and {@code thrown}, when not null) at {@code level}, or nothing when
-     * making or logging it fails.
+     * making or logging it fails: also with a checked exception thrown undeclared (a message made
+     * in Kotlin or with Lombok's {@code @SneakyThrows}, a logger bridged to another framework),
+     * which until 2026-12-07 reached the caller.
      *
      * @return whether the logger took it
      */
@@ -59,8 +61,8 @@ public final class BestEffortLog {
                 logger.log(level, message, thrown);
             }
             return true;
-        } catch (RuntimeException | Error cannotLog) {
-            if (Cleanup.isTheJvmsOwn(cannotLog)) throw cannotLog;
+        } catch (Throwable cannotLog) { // a checked one too, thrown undeclared by the message or the logger
+            if (Cleanup.isTheJvmsOwn(cannotLog)) throw (VirtualMachineError) cannotLog;
             return false; // said nowhere, then: what the caller does next matters more
         }
     }

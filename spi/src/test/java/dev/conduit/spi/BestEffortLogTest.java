@@ -44,4 +44,34 @@ class BestEffortLogTest {
             throw new IllegalStateException("a message that cannot be made");
         }, null)).isFalse();
     }
+
+    /**
+     * A message made in Kotlin (which has no checked exceptions) or with Lombok's
+     * {@code @SneakyThrows} may throw a checked exception its {@code Supplier} does not declare (it
+     * reads a file to say what it found); a logger bridged to another framework may too. Until
+     * 2026-12-07 log caught only RuntimeException and Error, so that it reached the caller, and
+     * through RepeatedWarning a serving loop.
+     */
+    @Test
+    void aCheckedExceptionThrownUndeclaredByTheMessageOrTheLoggerCostsTheCallerNothing() {
+        java.io.IOException unreadable = new java.io.IOException("/proc/self/status: Too many open files");
+        assertThat(BestEffortLog.warn(logger, () -> {
+            throw sneaky(unreadable);
+        }, null)).isFalse();
+        System.Logger bridged = new System.Logger() {
+            @Override public String getName() { return "bridged"; }
+            @Override public boolean isLoggable(Level level) { return true; }
+            @Override public void log(Level level, java.util.ResourceBundle bundle, String msg, Throwable thrown) { throw sneaky(unreadable); }
+            @Override public void log(Level level, java.util.ResourceBundle bundle, String format, Object... params) { throw sneaky(unreadable); }
+        };
+        assertThat(BestEffortLog.warn(bridged, () -> "could not unmap", new IllegalStateException("busy"))).isFalse();
+        assertThat(new RepeatedWarning(bridged, java.time.Duration.ofMinutes(1)).log(() -> "refused a peer")).isFalse();
+        assertThat(records).isEmpty();
+    }
+
+    /** Throws {@code e}, checked or not, where the compiler would not let a checked one through: as Kotlin or Lombok do. */
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> RuntimeException sneaky(Throwable e) throws E {
+        throw (E) e;
+    }
 }
