@@ -1,5 +1,8 @@
 package dev.conduit.spi;
 
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -49,11 +52,32 @@ public final class PayloadWriter {
         return this;
     }
 
-    /** A {@code u16} length, then the UTF-8 bytes. */
+    /**
+     * A {@code u16} length, then the UTF-8 bytes.
+     *
+     * @throws IllegalArgumentException if {@code s} holds half a surrogate pair, which has no UTF-8
+     *                                  form (until 2026-12-07 written as {@code ?}, text the caller
+     *                                  never gave), or takes more than 65535 bytes; nothing is written
+     */
     public PayloadWriter string(String s) {
-        byte[] b = s.getBytes(StandardCharsets.UTF_8);
-        u16(b.length);
-        return bytes(b);
+        CharBuffer chars = CharBuffer.wrap(s);
+        ByteBuffer encoded;
+        try {
+            encoded = StandardCharsets.UTF_8.newEncoder().encode(chars); // a new encoder reports, never replaces
+        } catch (CharacterCodingException e) {
+            // The encoder leaves the buffer at the char it refused.
+            throw new IllegalArgumentException("string '" + PayloadReader.printable(s) + "' has no UTF-8 form: char " + chars.position()
+                    + " is half a surrogate pair");
+        }
+        int length = encoded.remaining();
+        if (length > 0xFFFF) {
+            throw new IllegalArgumentException("string of " + length + " UTF-8 bytes is longer than its u16 length can say (65535)");
+        }
+        u16(length);
+        ensure(length);
+        encoded.get(bytes, size, length);
+        size += length;
+        return this;
     }
 
     public int size() {

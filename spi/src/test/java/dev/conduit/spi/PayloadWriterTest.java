@@ -3,6 +3,7 @@ package dev.conduit.spi;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
@@ -73,6 +74,26 @@ class PayloadWriterTest {
         assertThatIllegalArgumentException().isThrownBy(() -> new PayloadWriter().u32(0x1_0000_0000L)).withMessageContaining("u32");
         assertThatIllegalArgumentException().isThrownBy(() -> new PayloadWriter().u32(-1));
         assertThatIllegalArgumentException().isThrownBy(() -> new PayloadWriter().string("x".repeat(0x10000)));
+    }
+
+    /**
+     * Half a surrogate pair has no UTF-8 form: until 2026-12-07 it was written as '?', a string the
+     * writer's caller never gave, and a peer read that text. A string too long for its u16 length
+     * was refused as "u16 out of range: 65536", which names neither the string nor the limit.
+     */
+    @Test
+    void refusesAStringUtf8CannotEncodeOrAU16CannotMeasureSayingWhy() {
+        for (String halfAPair : List.of("a\uD800", "a\uDC00b", "a\uD800\uD800\uDC00")) {
+            PayloadWriter w = new PayloadWriter().u8(1);
+            assertThatIllegalArgumentException().isThrownBy(() -> w.string(halfAPair))
+                    .withMessage("string '" + PayloadReader.printable(halfAPair) + "' has no UTF-8 form: char 1 is half a surrogate pair");
+            assertThat(w.toByteArray()).containsExactly(1);
+        }
+        assertThatIllegalArgumentException().isThrownBy(() -> new PayloadWriter().string("é".repeat(0x8000)))
+                .withMessage("string of 65536 UTF-8 bytes is longer than its u16 length can say (65535)");
+        String emoji = "a\uD83D\uDE00";
+        assertThat(new PayloadReader(new PayloadWriter().string(emoji).toByteArray()).string("s", 8)).isEqualTo(emoji);
+        assertThat(new PayloadWriter().string("x".repeat(0xFFFF)).size()).isEqualTo(2 + 0xFFFF);
     }
 
     @Test
