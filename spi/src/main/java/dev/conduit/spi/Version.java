@@ -27,7 +27,9 @@ public record Version(int major, int minor, int patch, String qualifier) impleme
     }
 
     /**
-     * Parses {@code 1}, {@code 1.2}, {@code 1.2.3} or {@code 1.2.3-qualifier}.
+     * Parses {@code 1}, {@code 1.2}, {@code 1.2.3} or {@code 1.2.3-qualifier}, the numbers in ASCII
+     * digits: until 2026-12-07 any script's were taken, so that Arabic-Indic one and two parsed
+     * as {@code 1.2.0} (VersionTest#refusesMalformedTextNamingItAndTheExpectedForm).
      *
      * @throws IllegalArgumentException naming the text and the expected form
      */
@@ -47,7 +49,8 @@ public record Version(int major, int minor, int patch, String qualifier) impleme
             } catch (NumberFormatException e) {
                 throw malformed(text);
             }
-            if (n[i] < 0 || !parts[i].chars().allMatch(Character::isDigit)) {
+            // Integer.parseInt takes a plus sign and any script's digits: a version is written in ASCII ones.
+            if (n[i] < 0 || !parts[i].chars().allMatch(c -> isDigit((char) c))) {
                 throw malformed(text);
             }
         }

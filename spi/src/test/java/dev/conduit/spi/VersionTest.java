@@ -30,7 +30,7 @@ class VersionTest {
 
     @ParameterizedTest
     @ValueSource(strings = {"", "a", "1.", ".1", "1..2", "1.2.3.4", "1.2.3-", "-1", "+1", "1.+2", "1.-2", "1.2.x", " 1.2",
-            "1.2 ", "v1.2", "99999999999", "1.2.3_4"})
+            "1.2 ", "v1.2", "99999999999", "1.2.3_4", "\u0661.\u0662.\u0663", "1.\u0968", "\uFF11.0"})
     void refusesMalformedTextNamingItAndTheExpectedForm(String text) {
         assertThatIllegalArgumentException().isThrownBy(() -> Version.parse(text))
                 .withMessageContaining("'" + text + "'")
