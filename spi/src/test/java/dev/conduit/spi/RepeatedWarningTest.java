@@ -53,6 +53,27 @@ class RepeatedWarningTest {
                 + "are logged at most once every 20 ms)");
     }
 
+    /**
+     * System.nanoTime() may be any long, and passes Long.MAX_VALUE to wrap to negative ones: the
+     * interval is judged by difference, so that a warning just before the wrap holds back those just
+     * after it. Judged as {@code now < lastLogged + interval}, the sum wraps first and the next
+     * warning is logged at once, however soon it comes.
+     */
+    @Test
+    void theIntervalHoldsAcrossTheWrapOfTheClock() {
+        long[] now = {Long.MAX_VALUE - 5_000_000};
+        RepeatedWarning warning = new RepeatedWarning(logger, Duration.ofMillis(20), () -> now[0]);
+        assertThat(warning.log(() -> "first")).isTrue();
+        now[0] += 1_000_000; // before the wrap
+        assertThat(warning.log(() -> "held")).isFalse();
+        now[0] += 10_000_000; // after it, 11 ms since the first
+        assertThat(warning.log(() -> "held")).isFalse();
+        now[0] += 9_000_000; // 20 ms since the first
+        assertThat(warning.log(() -> "second")).isTrue();
+        assertThat(warnings).containsExactly("WARNING first", "WARNING second (2 more like it since the last one logged; such warnings "
+                + "are logged at most once every 20 ms)");
+    }
+
     /** Each count is of the interval just past, not of all so far; an interval of a second and a half is named in milliseconds. */
     @Test
     void eachOneLoggedCountsOnlyWhatWasHeldBackSinceTheLastOne() {
