@@ -254,7 +254,8 @@ public final class ConfigKey<T> {
      *                                  {@code ChronoUnit.FOREVER.getDuration()}), naming the key and
      *                                  the longest it takes: listing the value in force would
      *                                  overflow, and until 2026-12-07 made {@code conduit info} fail
-     *                                  for every plugin
+     *                                  for every plugin; or if it is not positive, as no value is
+     *                                  (until 2026-12-07 taken, and run with when nothing set the key)
      */
     public static ConfigKey<Duration> duration(String name, Duration defaultValue, String doc) {
         if (defaultValue != null) {
@@ -263,6 +264,10 @@ public final class ConfigKey<T> {
             } catch (ArithmeticException e) {
                 throw new IllegalArgumentException("config key " + name + ": default " + defaultValue + " is " + TOO_LONG
                         + "; for no limit, give that longest, Duration.ofNanos(Long.MAX_VALUE)", e);
+            }
+            if (!defaultValue.isPositive()) {
+                throw new IllegalArgumentException("config key " + name + ": default " + defaultValue + " is not positive, as every value "
+                        + "the key takes is; give a positive default");
             }
         }
         return new ConfigKey<>(name, Duration.class, defaultValue, "a positive duration with a unit (ns, us, ms, s, m, h), e.g. 100ms", doc, s -> {
@@ -293,10 +298,19 @@ public final class ConfigKey<T> {
      * A duration as {@link #duration(String, Duration, String)} reads it, of at least {@code min}:
      * for an interval a thread sleeps between rounds of its work, which a shorter one (a mistyped
      * {@code 1ns}) would turn into a busy loop that takes a core.
+     *
+     * @throws IllegalArgumentException if {@code defaultValue} is shorter than {@code min} (until
+     *                                  2026-12-07 taken, and the thread ran busy when nothing set
+     *                                  the key), or as {@link #duration(String, Duration, String)}
+     *                                  throws
      */
     public static ConfigKey<Duration> duration(String name, Duration defaultValue, Duration min, String doc) {
         String shortest = durationText(min);
         ConfigKey<Duration> any = duration(name, defaultValue, doc);
+        if (defaultValue != null && defaultValue.compareTo(min) < 0) {
+            throw new IllegalArgumentException("config key " + name + ": default " + durationText(defaultValue) + " is shorter than "
+                    + shortest + ", the shortest the key takes; give a default of at least that");
+        }
         return new ConfigKey<>(name, Duration.class, defaultValue, "a duration with a unit (ns, us, ms, s, m, h) of at least " + shortest
                 + ", e.g. 100ms", doc, s -> {
             Duration d = any.parser.apply(s);

@@ -484,6 +484,26 @@ class ConfigKeyTest {
     }
 
     /**
+     * A duration key takes positive durations only, of at least its min when it has one (a thread's
+     * wait between rounds, which a shorter one turns into a busy loop): until 2026-12-07 its default
+     * was not held to either, so that a key declared with a default of 1ns and a min of 1ms ran its
+     * thread busy whenever nothing set it, the very loop the min is there to prevent.
+     */
+    @Test
+    void aDurationKeyRefusesADefaultItWouldRefuseAsAValueNamingTheKey() {
+        assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.duration("lo.wait", Duration.ZERO, "Doc."))
+                .withMessage("config key lo.wait: default PT0S is not positive, as every value the key takes is; give a positive default");
+        assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.duration("lo.wait", Duration.ofSeconds(-5), "Doc."))
+                .withMessageStartingWith("config key lo.wait: default PT-5S is not positive");
+        assertThatIllegalArgumentException().isThrownBy(() -> ConfigKey.duration("lo.sweep", Duration.ofNanos(1), Duration.ofMillis(1), "Doc."))
+                .withMessage("config key lo.sweep: default 1ns is shorter than 1ms, the shortest the key takes; give a default of at "
+                        + "least that");
+        assertThat(ConfigKey.duration("lo.sweep", Duration.ofMillis(1), Duration.ofMillis(1), "Doc.").defaultValue())
+                .isEqualTo(Duration.ofMillis(1));
+        assertThat(ConfigKey.duration("lo.sweep", null, Duration.ofMillis(1), "Doc.").defaultValue()).isNull();
+    }
+
+    /**
      * A default no value could be ("for ever", a plugin's "no timeout") made every listing of the
      * value in force overflow; until 2026-12-07 it was taken, and conduit info failed for every plugin.
      */
