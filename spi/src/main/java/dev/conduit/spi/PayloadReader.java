@@ -22,6 +22,9 @@ public final class PayloadReader {
     /** Longest relative path accepted in a payload. */
     public static final int MAX_PATH_LENGTH = 255;
 
+    /** Longest name {@link #name} and {@link #isName} accept, whatever the field allows. */
+    private static final int MAX_NAME_LENGTH = 32;
+
     private final byte[] bytes;
     private final int end;
     private final String prefix;
@@ -139,11 +142,15 @@ public final class PayloadReader {
     }
 
     /**
-     * A name of 1 to {@code maxLength} characters from {@code [a-z0-9-]}, starting with a letter:
-     * plugin names, aliases.
+     * A name ({@link #isName}) of 1 to {@code maxLength} characters, and never more than 32,
+     * from {@code [a-z0-9-]}, starting with a letter: plugin names, aliases.
      */
     public String name(String field, int maxLength) {
         String s = string(field, maxLength);
+        if (s.length() > MAX_NAME_LENGTH) {
+            // Until 2026-12-07 said to be "not a name (lower-case letters, digits and '-' ...)", which a long one may well be.
+            throw invalid(field, "'" + printable(s) + "' is " + s.length() + " characters long, and a name is at most " + MAX_NAME_LENGTH);
+        }
         if (!isName(s)) {
             throw invalid(field, "'" + printable(s) + "' is not a name (lower-case letters, digits and '-', starting with a letter)");
         }
@@ -192,7 +199,7 @@ public final class PayloadReader {
 
     /** Whether {@code s} is a plugin or alias name: {@code [a-z][a-z0-9-]*}, 1..32 characters. */
     public static boolean isName(String s) {
-        if (s.isEmpty() || s.length() > 32 || !(s.charAt(0) >= 'a' && s.charAt(0) <= 'z')) {
+        if (s.isEmpty() || s.length() > MAX_NAME_LENGTH || !(s.charAt(0) >= 'a' && s.charAt(0) <= 'z')) {
             return false;
         }
         for (int i = 1; i < s.length(); i++) {

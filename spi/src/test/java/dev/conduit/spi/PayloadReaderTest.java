@@ -222,11 +222,13 @@ class PayloadReaderTest {
             assertThat(PayloadReader.isName(name)).isFalse();
         }
 
+        /** Until 2026-12-07 the refusal said the name was not lower-case letters, digits and '-', which it is. */
         @Test
-        void refusesNamesLongerThan32EvenIfTheFieldAllowsMore() {
+        void refusesNamesLongerThan32EvenIfTheFieldAllowsMoreSayingSo() {
             String name = "a".repeat(33);
             assertThat(PayloadReader.isName(name)).isFalse();
-            assertInvalid(stringReader(name), r -> r.name("alias", 64), "payload.alias");
+            assertThat(assertInvalid(stringReader(name), r -> r.name("alias", 64), "payload.alias"))
+                    .hasMessageEndingWith("'" + name + "' is 33 characters long, and a name is at most 32");
         }
 
         @Test
