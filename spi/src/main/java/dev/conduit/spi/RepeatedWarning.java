@@ -40,7 +40,8 @@ public final class RepeatedWarning {
         this.nanoTime = nanoTime;
         if (interval.isNegative() || interval.isZero()) throw new IllegalArgumentException("interval " + interval + " is not positive");
         this.intervalNanos = interval.toNanos();
-        this.interval = interval.toSeconds() > 0 && interval.toMillis() % 1000 == 0 ? interval.toSeconds() + " s" : interval.toMillis() + " ms";
+        // Exact: until 2026-12-07 whole milliseconds, cut down, so that 250us read "once every 0 ms".
+        this.interval = ConfigKey.durationText(interval);
     }
 
     /**

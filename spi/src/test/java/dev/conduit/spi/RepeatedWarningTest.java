@@ -50,7 +50,7 @@ class RepeatedWarningTest {
         now[0] = 20_000_000;
         assertThat(warning.log(() -> "second")).isTrue();
         assertThat(warnings).containsExactly("WARNING first", "WARNING second (2 more like it since the last one logged; such warnings "
-                + "are logged at most once every 20 ms)");
+                + "are logged at most once every 20ms)");
     }
 
     /**
@@ -71,7 +71,7 @@ class RepeatedWarningTest {
         now[0] += 9_000_000; // 20 ms since the first
         assertThat(warning.log(() -> "second")).isTrue();
         assertThat(warnings).containsExactly("WARNING first", "WARNING second (2 more like it since the last one logged; such warnings "
-                + "are logged at most once every 20 ms)");
+                + "are logged at most once every 20ms)");
     }
 
     /** Each count is of the interval just past, not of all so far; an interval of a second and a half is named in milliseconds. */
@@ -88,8 +88,28 @@ class RepeatedWarningTest {
         now[0] = 3_000_000_000L;
         warning.log(() -> "third");
         assertThat(warnings).containsExactly("WARNING first",
-                "WARNING second (2 more like it since the last one logged; such warnings are logged at most once every 1500 ms)",
-                "WARNING third (1 more like it since the last one logged; such warnings are logged at most once every 1500 ms)");
+                "WARNING second (2 more like it since the last one logged; such warnings are logged at most once every 1500ms)",
+                "WARNING third (1 more like it since the last one logged; such warnings are logged at most once every 1500ms)");
+    }
+
+    /**
+     * An interval that is no whole number of milliseconds is named as it is: until 2026-12-07 it was
+     * named in whole milliseconds, cut down, so that one of 250us said "once every 0 ms", and one of
+     * 1500us "once every 1 ms".
+     */
+    @Test
+    void anIntervalIsNamedExactlyInTheLargestUnitThatSaysIt() {
+        for (Duration interval : List.of(Duration.ofNanos(250_000), Duration.ofNanos(1_500_000), Duration.ofMinutes(1))) {
+            warnings.clear();
+            long[] now = {0};
+            RepeatedWarning warning = new RepeatedWarning(logger, interval, () -> now[0]);
+            warning.log(() -> "first");
+            warning.log(() -> "held");
+            now[0] = interval.toNanos();
+            warning.log(() -> "second");
+            assertThat(warnings).last().asString().endsWith("at most once every " + ConfigKey.durationText(interval) + ")");
+        }
+        assertThat(warnings).last().asString().endsWith("at most once every 1m)");
     }
 
     @Test
