@@ -35,9 +35,12 @@ public interface ConduitPlugin {
 
     /**
      * The plugin's name: lower-case letters, digits and {@code -}, at most 32 characters, starting
-     * with a letter, and not {@code runtime}, which owns the runtime's own configuration keys. It
-     * names the plugin in configuration ({@code CONDUIT_TRANSPORTS=memfd,posix}), in IPC handles and
-     * worker addresses, and prefixes its configuration keys.
+     * with a letter, and not {@code runtime}, which owns the runtime's own configuration keys, nor
+     * {@code conduit}: a key set in the builder may be given as its property, {@code conduit.}
+     * dropped, so that the keys {@code conduit.x} of a plugin of that name could not be set there by
+     * their names (ConfigurationTest#aPluginCalledConduitIsRefusedSinceTheBuilderCouldNotSetItsKeysByTheirNames).
+     * It names the plugin in configuration ({@code CONDUIT_TRANSPORTS=memfd,posix}), in IPC handles
+     * and worker addresses, and prefixes its configuration keys.
      */
     String name();
 
