@@ -37,9 +37,10 @@ public interface PluginContext {
      * system call takes (memfd wraps its exchange with the exporter's descriptor server, up to
      * {@code memfd.connect.timeout}); not a call that returns at once ({@code mmap}, a
      * non-blocking {@code send}, {@code flock(LOCK_NB)}): each hand-off costs a thread's wake-up.
-     * The call behaves as if made by the caller: an interrupt of the caller, before or during the
-     * call, interrupts the thread that makes it while it does, and the caller's interrupt status is
-     * kept; a native call sees no interrupt on either thread, so bound it by a timeout of the
+     * The call behaves as if made by the caller: it runs with the caller's context class loader
+     * (its {@code ServiceLoader.load(Class)} and logging bridges see what the caller's would), an
+     * interrupt of the caller, before or during the call, interrupts the thread that makes it while
+     * it does, and the caller's interrupt status is kept; a native call sees no interrupt on either thread, so bound it by a timeout of the
      * plugin's own. The call must not depend on being made on the caller's thread: no state
      * confined to it (a confined arena, a thread-local, a lock the caller holds). Everything it
      * opens and returns is the caller's: the runtime never drops a result.

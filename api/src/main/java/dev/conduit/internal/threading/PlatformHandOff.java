@@ -15,7 +15,9 @@ import java.util.function.Supplier;
  * every other virtual thread of the JVM until one went on (VirtualThreadsTest), and so did as
  * many connecting over memfd to a peer that does not answer. A parked virtual thread leaves its
  * carrier. The platform threads are daemons, made as calls need them (one per
- * call under way) and kept a minute once idle.
+ * call under way) and kept a minute once idle. They inherit nothing of the thread that made them,
+ * which gives them the system class loader as their context loader: each call runs with its
+ * caller's instead ({@link #withContextLoader}).
  */
 public final class PlatformHandOff {
 
@@ -41,19 +43,42 @@ public final class PlatformHandOff {
 
     /**
      * Runs {@code call} on a platform thread and returns its result; its exceptions propagate
-     * unchanged. As for a confined plugin's call ({@link ThreadConfinement#call}), an interrupt of
-     * the caller does not end the wait, and its status is kept: the call must be woken its own way
-     * (a worker's signal, which an interrupt of a thread in {@code await} sends).
+     * unchanged, and it runs with the caller's context class loader. As for a confined plugin's
+     * call ({@link ThreadConfinement#call}), an interrupt of the caller does not end the wait, and
+     * its status is kept: the call must be woken its own way (a worker's signal, which an interrupt
+     * of a thread in {@code await} sends).
      */
     public static <T> T call(Callable<T> call) {
-        return ThreadConfinement.resultOf(THREADS.submit(call));
+        ClassLoader callers = Thread.currentThread().getContextClassLoader();
+        return ThreadConfinement.resultOf(THREADS.submit(() -> withContextLoader(callers, call)));
+    }
+
+    /**
+     * Makes {@code call} on this platform thread with {@code loader} as its context class loader,
+     * as the caller would have made it, and gives the thread back its own after: an idle thread
+     * must not keep an application's loader (a web application's, undeployed). Until 2026-12-07 a
+     * virtual thread's call ran with the system class loader, where a platform thread's, made by
+     * itself, had its own: a plugin's lookup through it (ServiceLoader.load, a logging bridge)
+     * saw neither the plugin nor the application in a fat jar or an application server
+     * (PlatformHandOffTest#aVirtualThreadsCallRunsWithTheCallersContextClassLoaderAndLeavesItNotOnThePlatformThread).
+     */
+    private static <T> T withContextLoader(ClassLoader loader, Callable<T> call) throws Exception {
+        Thread self = Thread.currentThread();
+        ClassLoader own = self.getContextClassLoader();
+        self.setContextClassLoader(loader);
+        try {
+            return call.call();
+        } finally {
+            self.setContextClassLoader(own);
+        }
     }
 
     /**
      * A plugin's blocking call ({@link dev.conduit.spi.PluginContext#blockingCall}): made by the
      * calling thread itself when it is a platform thread, as it always was; for a virtual thread,
      * on a platform thread while the virtual thread parks, as if made by the caller: its result
-     * and its exceptions come back unchanged, and an interrupt of the caller, before or during the
+     * and its exceptions come back unchanged, it runs with the caller's context class loader, and
+     * an interrupt of the caller, before or during the
      * call, interrupts the thread making it while it does (a {@code Thread.sleep} or a JDK blocking
      * call of the plugin's then ends as it would on the caller; a native call does not see it on
      * either). The caller's interrupt status is kept. An interrupt meant for a call ends with it:
@@ -73,6 +98,7 @@ public final class PlatformHandOff {
 
         private final Supplier<T> call;
         private final Thread caller;
+        private final ClassLoader callersLoader;
         /** The platform thread making the call, while it does; guarded by this. */
         private Thread maker;
         /** Whether the caller was interrupted; guarded by this. */
@@ -81,17 +107,18 @@ public final class PlatformHandOff {
         ForCaller(Supplier<T> call, Thread caller) {
             this.call = call;
             this.caller = caller;
+            this.callersLoader = caller.getContextClassLoader();
         }
 
         @Override
-        public T call() {
+        public T call() throws Exception {
             synchronized (this) {
                 maker = Thread.currentThread();
                 if (interrupted) maker.interrupt();
             }
             MADE_FOR.set(caller);
             try {
-                return call.get();
+                return withContextLoader(callersLoader, call::get);
             } finally {
                 MADE_FOR.remove();
                 synchronized (this) {

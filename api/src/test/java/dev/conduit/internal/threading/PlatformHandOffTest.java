@@ -74,6 +74,30 @@ class PlatformHandOffTest {
     }
 
     /**
+     * A virtual thread's call, a plugin's blocking call or its transport's sleep, runs with the
+     * caller's context class loader, as a platform thread's call, made by that thread itself, does:
+     * the plugin's lookups through it (ServiceLoader.load, a logging bridge) see the application's
+     * classes in a fat jar or an application server. The platform threads inherit nothing of the
+     * threads that made them, which gave them the system class loader. Each call gives its thread
+     * back the loader it had, so that an idle thread keeps no application's loader.
+     */
+    @Test
+    void aVirtualThreadsCallRunsWithTheCallersContextClassLoaderAndLeavesItNotOnThePlatformThread() throws Exception {
+        ClassLoader application = new ClassLoader(getClass().getClassLoader()) { };
+        Object[] seen = onAVirtualThread(() -> {
+            Thread.currentThread().setContextClassLoader(application);
+            return new Object[] {
+                    PlatformHandOff.blockingCall(() -> Thread.currentThread().getContextClassLoader()),
+                    PlatformHandOff.call(() -> Thread.currentThread().getContextClassLoader())};
+        });
+        assertThat(seen[0]).as("the context class loader of a blocking call").isSameAs(application);
+        assertThat(seen[1]).as("the context class loader of a handed-off call (an await's sleep)").isSameAs(application);
+        assertThat(Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().startsWith("conduit-await-"))
+                .filter(t -> t.getContextClassLoader() == application).map(Thread::getName).toList())
+                .as("platform threads that kept the caller's loader after its call").isEmpty();
+    }
+
+    /**
      * An interrupt of the virtual thread while its call runs on the platform thread reaches the
      * call, as it would on the caller: a sleep in it ends with {@code InterruptedException}, and the
      * caller's interrupt status is kept. Without the interrupt passed on, the sleep went on for its
