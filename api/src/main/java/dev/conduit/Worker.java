@@ -180,8 +180,15 @@ public interface Worker extends AutoCloseable {
      *     returns {@code true} at once (also when the thread was interrupted before the call) and
      *     keeps the interrupt status, which the caller clears or acts on.</li>
      * <li>A close of the worker by another thread meanwhile (under {@link ThreadPolicy#PASS_THROUGH},
-     *     whose close may run while other threads use the worker, or by its {@link Conduit}'s close)
-     *     ends it: it throws {@link IllegalStateException}, as every call on a closed worker does.</li>
+     *     whose close may run while other threads use the worker, also its {@link Conduit}'s close)
+     *     ends it: it throws {@link IllegalStateException}, as every call on a closed worker does.
+     *     Under any other policy its {@code Conduit}'s close asks the threads inside the worker to
+     *     close it, and the request ends the sleep: {@code await} returns {@code true}, and the
+     *     worker closes on this thread as the call returns (the next call throws); only an await
+     *     between two slices under {@link ThreadPolicy#RUNTIME_LOCK}, which let go of the lock, may
+     *     find the worker closed by the closing thread and throw. Until 2026-12-07 this said that
+     *     every such await threw
+     *     (ConduitCloseTest#anAwaitAskedToCloseByTheConduitReturnsTrueAndTheWorkerIsClosedAsItReturns).</li>
      * <li>On a virtual thread, the sleep in a transport (a futex wait or a {@code poll}, native
      *     calls that would pin the virtual thread to its carrier for the whole sleep) is made on a
      *     platform thread of the runtime's while the virtual thread parks, so that awaiting virtual

@@ -355,6 +355,36 @@ class ConduitCloseTest {
     }
 
     /**
+     * A thread asleep in a SERIALIZED worker's await when the Conduit closes is woken, and its
+     * await returns {@code true}, woken, as the worker closes on that thread; the thread's next call
+     * throws. Worker.await's javadoc said that the await itself threw IllegalStateException, which
+     * only an await under PASS_THROUGH does, whose worker the Conduit's close closes at once.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void anAwaitAskedToCloseByTheConduitReturnsTrueAndTheWorkerIsClosedAsItReturns() throws Exception {
+        RecordingTransport transport = new RecordingTransport();
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).build();
+        Worker worker = conduit.newWorker(ThreadMode.SERIALIZED);
+        AtomicReference<Object> awaited = new AtomicReference<>();
+        Thread user = Thread.ofPlatform().start(() -> {
+            try {
+                awaited.set(worker.await(Duration.ofHours(1)));
+            } catch (RuntimeException e) {
+                awaited.set(e);
+            }
+        });
+        while (!(user.getState() == Thread.State.TIMED_WAITING && LockSupport.getBlocker(user) == worker)) Thread.onSpinWait();
+
+        conduit.close();
+
+        user.join();
+        assertThat(awaited.get()).as("what the await returned").isEqualTo(true);
+        assertThat(transport.closes()).isEqualTo(1);
+        assertThatThrownBy(worker::progress).isInstanceOf(IllegalStateException.class).hasMessageContaining("its Conduit was closed");
+    }
+
+    /**
      * A worker its user is closing when the Conduit closes: the Conduit waits for that close and
      * reports no failure of its own. It used to collect an IllegalStateException (the user was
      * inside the SERIALIZED worker) and return while the close went on.
