@@ -361,6 +361,32 @@ class WorkerThreadModesTest {
         assertThat(shared.callThreads).containsExactly(Thread.currentThread());
     }
 
+    /**
+     * A transport is told the mode it is called in, one it serves (TransportContext.threadMode,
+     * which said "the transport is only called in a mode it declares"): a plugin that declares only
+     * SERIALIZED, under a MULTI worker's runtime lock, is called by one thread at a time, and a
+     * plugin that declares only SINGLE, confined (thread.confine), by its one thread. Both were told
+     * the worker's mode, MULTI or SERIALIZED, which they do not serve: a plugin that picks its
+     * internals by it, as the javadoc invites, or checks it against what it declares, met a mode
+     * it had said it could not serve.
+     */
+    @Test
+    void aTransportIsToldTheModeItIsCalledInWhichItDeclares() {
+        TestPlugin serial = TestPlugin.named("serial").threadModes(SINGLE, SERIALIZED);
+        try (Worker w = conduit(serial).newWorker(MULTI)) {
+            assertThat(w.threadPolicy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+            assertThat(serial.transportContexts.getLast().threadMode()).as("under the runtime lock").isEqualTo(SERIALIZED);
+        }
+        TestPlugin confined = TestPlugin.named("confined").threadModes(SINGLE);
+        Conduit confining = conduit(true, confined);
+        for (ThreadMode mode : List.of(SERIALIZED, MULTI)) {
+            try (Worker w = confining.newWorker(mode)) {
+                assertThat(w.threadPolicy()).isEqualTo(ThreadPolicy.CONFINED_THREAD);
+                assertThat(confined.transportContexts.getLast().threadMode()).as("confined, in a " + mode + " worker").isEqualTo(SINGLE);
+            }
+        }
+    }
+
     @Test
     void transportsAreToldTheModeInForce() {
         TestPlugin p = TestPlugin.named("p").threadModes(MULTI);

@@ -40,6 +40,22 @@ public final class ThreadPolicies {
         return true;
     }
 
+    /**
+     * The mode a plugin declaring {@code declared} is called in by a worker in {@code mode}, which
+     * its transport's context tells it ({@code TransportContext.threadMode()}): one it serves
+     * ({@link #supports}).
+     * Confined, by one thread ({@code SINGLE}); under a {@code MULTI} worker's runtime lock, which
+     * every plugin gets that does not declare {@code MULTI}, by one thread at a time
+     * ({@code SERIALIZED}); else in the worker's mode. Until 2026-12-07 it was told the worker's
+     * mode in every case, which such a plugin does not serve
+     * (WorkerThreadModesTest#aTransportIsToldTheModeItIsCalledInWhichItDeclares).
+     */
+    public static ThreadMode calledIn(ThreadMode mode, Set<ThreadMode> declared, boolean confined) {
+        if (confined) return ThreadMode.SINGLE;
+        if (mode == ThreadMode.MULTI && !declared.contains(ThreadMode.MULTI)) return ThreadMode.SERIALIZED;
+        return mode;
+    }
+
     /** The guard for a worker in {@code mode} over plugins declaring {@code declaredByPlugin}. */
     public static ThreadGuard guard(ThreadMode mode, Map<String, Set<ThreadMode>> declaredByPlugin, String what) {
         return switch (mode) {

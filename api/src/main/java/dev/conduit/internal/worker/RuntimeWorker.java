@@ -268,7 +268,7 @@ public final class RuntimeWorker implements Worker {
             for (PluginRecord r : withTransport) {
                 TransportSink sink = new TransportSink(dispatch, r.name());
                 TransportContext context = new WorkerTransportContext(RuntimePluginContext.of(config, sharedDirectory, r.name()),
-                        mode, sink, remoteMemory);
+                        ThreadPolicies.calledIn(mode, r.threadModes(), confined.get(r.name())), sink, remoteMemory);
                 Supplier<Transport> open = () -> r.plugin().openTransport(context);
                 if (withTransport.size() > 1) open = sayingItCanBeLeftOut(r.name(), open);
                 Supplier<Transport> opening = open;
