@@ -29,6 +29,9 @@ class ThreadGuardTest {
         assertThat(CompletableFuture.supplyAsync(guard::tryEnter).get(30, TimeUnit.SECONDS)).as("tryEnter by another thread").isFalse();
         assertThat(guard.tryEnter()).as("tryEnter by the thread inside").isTrue();
         guard.exit();
+        // That exit paired the tryEnter: the thread is still inside, as after the exit of an enter.
+        assertThat(CompletableFuture.supplyAsync(guard::tryEnter).get(30, TimeUnit.SECONDS))
+                .as("tryEnter by another thread once the inside thread's tryEnter was exited").isFalse();
         guard.exit();
         CompletableFuture.runAsync(() -> {
             guard.enter();
@@ -49,13 +52,24 @@ class ThreadGuardTest {
     }
 
     @Test
-    void runtimeLockIsReentrant() {
+    void runtimeLockIsReentrant() throws Exception {
         RuntimeLock lock = new RuntimeLock();
         lock.enter();
         lock.enter();
         lock.exit();
         lock.exit();
         assertThat(lock.policy()).isEqualTo(ThreadPolicy.RUNTIME_LOCK);
+        lock.enter();
+        assertThat(lock.tryEnter()).as("tryEnter by the holder").isTrue();
+        lock.exit();
+        assertThat(CompletableFuture.supplyAsync(lock::tryEnter).get(30, TimeUnit.SECONDS))
+                .as("tryEnter by another thread once the holder's tryEnter was exited").isFalse();
+        lock.exit();
+        assertThat(CompletableFuture.supplyAsync(() -> {
+            boolean entered = lock.tryEnter();
+            if (entered) lock.exit();
+            return entered;
+        }).get(30, TimeUnit.SECONDS)).as("tryEnter by another thread once the holder left").isTrue();
     }
 
     @Test
