@@ -47,13 +47,15 @@ final class InterruptWake extends AbstractSelector {
      * fault of a queue's memory, a plugin's Error such as a class it misses) leaves the sleeper to
      * meet the broken transport itself, in its own sleep, and to see its interrupt when its slice
      * ends. Until 2026-12-07 an Error other than InternalError came out of {@code Thread.interrupt()}
-     * (EndpointThreadingTest#aWakeOfAnAwaitingThreadWhoseSignalFailsWithAnErrorThrowsNothing).
+     * (EndpointThreadingTest#aWakeOfAnAwaitingThreadWhoseSignalFailsWithAnErrorThrowsNothing), and
+     * so did a checked exception that a plugin's signal threw undeclared, as one in Kotlin may
+     * (#aWakeOfAnAwaitingThreadWhoseSignalThrowsACheckedExceptionThrowsNothingAndTheCloseStillClosesTheTransport).
      */
     @Override
     public Selector wakeup() {
         try {
             signal.run();
-        } catch (RuntimeException | Error notForTheInterrupter) {
+        } catch (Throwable notForTheInterrupter) { // a checked one too, thrown undeclared
             // the interrupt status is set: the sleeper returns at its next look
             CloseFailures.rethrowIfTheJvmsOwn(notForTheInterrupter);
         }

@@ -1367,7 +1367,9 @@ public final class RuntimeWorker implements Worker {
      * the waiting thread waits that long; it used to throw the signal's failure out of the waiting
      * thread's call (a progress, a send on another transport's endpoint, a close), which had done
      * nothing, and until 2026-12-07 an Error other than InternalError still came out
-     * (EndpointThreadingTest#aWakeOfAnAwaitingThreadWhoseSignalFailsWithAnErrorThrowsNothing).
+     * (EndpointThreadingTest#aWakeOfAnAwaitingThreadWhoseSignalFailsWithAnErrorThrowsNothing), and
+     * a checked exception the plugin's signal threw undeclared (a plugin in Kotlin)
+     * (#aWakeOfAnAwaitingThreadWhoseSignalThrowsACheckedExceptionThrowsNothingAndTheCloseStillClosesTheTransport).
      *
      * <p>The signal may find no sleep to end, and is then kept by the transport for the next
      * {@code await} (Transport#signal), whoever calls it: the sleeper read {@link #sleepingUnderLock}
@@ -1387,7 +1389,7 @@ public final class RuntimeWorker implements Worker {
                 Thread t = sleeper;
                 if (t != null) LockSupport.unpark(t);
             }
-        } catch (RuntimeException | Error notForTheWaiter) {
+        } catch (Throwable notForTheWaiter) { // a checked one too, thrown undeclared
             // the sleeper lets go of the lock when its slice ends, or when its sleep meets the broken transport
             CloseFailures.rethrowIfTheJvmsOwn(notForTheWaiter);
         }
@@ -1558,7 +1560,10 @@ public final class RuntimeWorker implements Worker {
      * wakes off the transports about to close, so it calls the transport itself; a signal nobody
      * sleeps for is kept by the transport, which closes next. It throws nothing but the JVM's own
      * errors: a failing signal leaves the sleeper to meet its transport closed. A close that no
-     * await overlaps signals nothing.
+     * await overlaps signals nothing. Until 2026-12-07 a checked exception that the plugin's signal
+     * threw undeclared (a plugin in Kotlin) came out of it, and the close ended there, its worker
+     * marked closed and its endpoints and transports left open for good
+     * (EndpointThreadingTest#aWakeOfAnAwaitingThreadWhoseSignalThrowsACheckedExceptionThrowsNothingAndTheCloseStillClosesTheTransport).
      */
     private void wakeAwaitingThreadAsItCloses() {
         if ((int) AWAITING.getVolatile(this) == 0) return;
@@ -1569,7 +1574,7 @@ public final class RuntimeWorker implements Worker {
                 Thread t = sleeper;
                 if (t != null) LockSupport.unpark(t);
             }
-        } catch (RuntimeException | Error notForTheCloser) {
+        } catch (Throwable notForTheCloser) { // a checked one too, thrown undeclared
             CloseFailures.rethrowIfTheJvmsOwn(notForTheCloser);
         }
     }

@@ -1046,6 +1046,46 @@ class EndpointThreadingTest {
     }
 
     /**
+     * The three hooks that wake a thread asleep in {@code await} from another thread throw nothing
+     * when the transport's signal throws a checked exception it does not declare (a plugin in
+     * Kotlin whose wake writes to a pipe): they caught RuntimeException and Error only, so the
+     * IOException came out of a call that had to wait for the runtime lock and out of
+     * {@code Thread.interrupt()}, and a close that woke the awaiting thread threw it before it
+     * closed anything, leaving the transport open (its queues, mappings and files) for good.
+     */
+    @Test
+    void aWakeOfAnAwaitingThreadWhoseSignalThrowsACheckedExceptionThrowsNothingAndTheCloseStillClosesTheTransport() throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 64, false);
+        Worker worker = multiWorkerUnderTheRuntimeLock(plugin);
+        AtomicReference<Object> awaited = new AtomicReference<>();
+        Thread user = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                while (true) {
+                    worker.await(Duration.ofSeconds(WAIT_SECONDS));
+                    Thread.interrupted(); // asleep again for the close, not spinning on the interrupt below
+                }
+            } catch (Throwable e) {
+                awaited.set(e);
+            }
+        });
+        plugin.transport().awaitSleeper();
+        plugin.transport().signalChecked = new java.io.IOException("Broken pipe");
+        try {
+            assertThat(catchThrowable(() -> onAnotherThread(worker::progress))).as("a call that waits for the lock").isNull();
+            plugin.transport().awaitSleeper();
+            assertThat(catchThrowable(user::interrupt)).as("an interrupt of the sleeping thread").isNull();
+            plugin.transport().awaitSleeper();
+            assertThat(catchThrowable(worker::close)).as("a close while the thread awaits").isNull();
+            assertThat(plugin.transport().closed).as("the transport, closed by that close").isTrue();
+        } finally {
+            plugin.transport().signalChecked = null;
+            catchThrowable(worker::close); // ends the await loop whatever failed above
+            HangGuard.join(user, "the thread looping on await");
+        }
+        assertThat(awaited.get()).isInstanceOf(IllegalStateException.class);
+    }
+
+    /**
      * Code that runs between an await's slices and blocks in an interruptible channel (here the
      * progress of the transport that cannot sleep, which writes to a pipe and counts no event)
      * takes the JDK's one hook per thread for interruptible blocking with it: its channel's

@@ -238,6 +238,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile RuntimeException signalFault;
         /** Thrown by signal() while set: a plugin whose wake fails with an Error (one of its classes missing, say). */
         volatile Error signalError;
+        /** Thrown by signal() while set, undeclared: a plugin in Kotlin whose wake fails with an IOException (a pipe gone, say). */
+        volatile Exception signalChecked;
         /** Run by await() as it starts: what happens as a thread comes to sleep (another thread's close, say). */
         volatile Runnable beforeAwait = () -> { };
         /** When set, await() on a closed transport throws IllegalStateException, as shm's does (its ensureOpen). */
@@ -490,6 +492,7 @@ final class LoopbackPlugin implements ConduitPlugin {
             signals.incrementAndGet();
             if (signalFault != null) throw signalFault;
             if (signalError != null) throw signalError;
+            if (signalChecked != null) throw LoopbackTransport.<RuntimeException>sneaky(signalChecked);
             wake(true); // any thread: not counted
         }
 
@@ -507,6 +510,12 @@ final class LoopbackPlugin implements ConduitPlugin {
         }
 
         /** Waits (bounded) until a thread sleeps in {@link #await}. */
+        /** Throws {@code e}, checked or not, where the compiler would not let a checked one through: as Kotlin does. */
+        @SuppressWarnings("unchecked")
+        private static <E extends Throwable> RuntimeException sneaky(Throwable e) throws E {
+            throw (E) e;
+        }
+
         void awaitSleeper() throws InterruptedException {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (!waiting) {
