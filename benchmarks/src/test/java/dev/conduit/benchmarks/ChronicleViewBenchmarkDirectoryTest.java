@@ -60,7 +60,10 @@ class ChronicleViewBenchmarkDirectoryTest {
         }
     }
 
-    /** A trial of {@code ChronicleViewBenchmark} set up and measured once, then left open until the JVM is stopped. */
+    /**
+     * A trial of {@code ChronicleViewBenchmark} set up and measured once, then left open until the JVM is stopped, or its
+     * parent, the test, is gone (its standard input then ends).
+     */
     static final class Trial {
         static final String OPENED = "trial opened";
 
@@ -70,7 +73,9 @@ class ChronicleViewBenchmarkDirectoryTest {
             benchmark.viewEncodeDecode();
             System.out.println(OPENED);
             System.out.flush();
-            Thread.sleep(TimeUnit.MINUTES.toMillis(2));
+            while (System.in.read() >= 0) {
+                // nothing is sent: the stream ends with the test
+            }
         }
     }
 }
