@@ -72,7 +72,7 @@ class KeptPayloadReleaseRefusedTest {
         KeptPayload kept = new KeptPayload(copy.asReadOnly(), () -> {
             if (releases.incrementAndGet() == 1) {
                 firstReleasing.countDown();
-                awaitUninterruptibly(refuseFirst);
+                HangGuard.until(() -> refuseFirst.getCount() == 0, "the test letting the first release be refused");
                 throw new IllegalStateException("Session is acquired by 1 clients"); // the JDK's
             }
             arena.close();
@@ -107,18 +107,5 @@ class KeptPayloadReleaseRefusedTest {
         } catch (RuntimeException | Error e) {
             thrown.set(e);
         }
-    }
-
-    private static void awaitUninterruptibly(CountDownLatch latch) {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                latch.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) Thread.currentThread().interrupt();
     }
 }
