@@ -552,11 +552,17 @@ public final class ReceiveQueue {
      * Unsafe_CompareAndSetLong). Once per page, not per record: the read would cost a small message
      * one more transfer of its line between cores. So a page truncated after its first claim's read
      * faults at a later claim's take, after the CAS, and leaves that claim unnamed while this process
-     * lives; the receiver's head faults on the same page. What it reads does not matter.
+     * lives; the receiver's head faults on the same page. What it reads does not matter. The read is
+     * followed by a native call ({@link dev.conduit.linux.Libc#deliverPendingFaults}): compiled code
+     * gets the read's fault at its next safepoint check, which may lie past the CAS (until
+     * 2026-12-07 a claim run compiled went through its CAS and faulted after it, its claim unnamed:
+     * {@code ReceiveQueueTest#aClaimThatPadsTheRingsEndIntoATruncatedPageClaimedNothing} failed in
+     * the project's CI); once per page, as the read.
      */
     private void readOncePerPage(long position) {
         if (position >>> 12 == pageRead) return;
         LONG.getVolatile(memory, HEADER_LENGTH + (position & mask));
+        dev.conduit.linux.Linux.libc().deliverPendingFaults();
         pageRead = position >>> 12; // only once the read came back: after a fault, the next claim reads again
     }
 
