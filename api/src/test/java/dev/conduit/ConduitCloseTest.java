@@ -4,6 +4,7 @@ import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ThreadMode;
+import dev.conduit.testing.HangGuard;
 import dev.conduit.testing.RecordingTransport;
 import dev.conduit.testing.TestPlugin;
 import org.junit.jupiter.api.Test;
@@ -361,7 +362,6 @@ class ConduitCloseTest {
      * only an await under PASS_THROUGH does, whose worker the Conduit's close closes at once.
      */
     @Test
-    @Timeout(value = 60, unit = TimeUnit.SECONDS)
     void anAwaitAskedToCloseByTheConduitReturnsTrueAndTheWorkerIsClosedAsItReturns() throws Exception {
         RecordingTransport transport = new RecordingTransport();
         Conduit conduit = isolated().addPlugin(TestPlugin.named("a").transports(c -> transport)).build();
@@ -374,11 +374,12 @@ class ConduitCloseTest {
                 awaited.set(e);
             }
         });
-        while (!(user.getState() == Thread.State.TIMED_WAITING && LockSupport.getBlocker(user) == worker)) Thread.onSpinWait();
+        HangGuard.until(() -> user.getState() == Thread.State.TIMED_WAITING && LockSupport.getBlocker(user) == worker,
+                "the thread asleep in the worker's await");
 
         conduit.close();
 
-        user.join();
+        HangGuard.join(user, "the await's return");
         assertThat(awaited.get()).as("what the await returned").isEqualTo(true);
         assertThat(transport.closes()).isEqualTo(1);
         assertThatThrownBy(worker::progress).isInstanceOf(IllegalStateException.class).hasMessageContaining("its Conduit was closed");
