@@ -11,15 +11,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 
 /**
- * The seeds that VerbsAddressFuzzTest and VerbsWireupFuzzTest call "of this version" decode, or
- * the fuzzers would start from a version refusal only and never reach the accepting path and its
- * round trip (address version 3, remote.atomics, left them at version 2 until a review of
- * 2026-12-07 found it).
+ * The seeds that VerbsAddressFuzzTest, VerbsWireupFuzzTest and VerbsRegionFuzzTest call "of this
+ * version" decode, or the fuzzers would start from a version refusal only and never reach the
+ * accepting path and its round trip (address version 3, remote.atomics, left them at version 2
+ * until a review of 2026-12-07 found it; address version 4 and region version 2, the device
+ * context, moved them on the same day, the former seeds kept as refusal seeds).
  */
 class VerbsSeedsAreOfThisVersionTest {
 
     private static byte[] seed(String test, String name) throws IOException {
-        String path = test + "Inputs/decodeAcceptsOrNamesTheField/" + name;
+        return seed(test, "decodeAcceptsOrNamesTheField", name);
+    }
+
+    private static byte[] seed(String test, String method, String name) throws IOException {
+        String path = test + "Inputs/" + method + "/" + name;
         try (InputStream in = VerbsSeedsAreOfThisVersionTest.class.getResourceAsStream(path)) {
             assertThat(in).as(path).isNotNull();
             return in.readAllBytes();
@@ -41,5 +46,12 @@ class VerbsSeedsAreOfThisVersionTest {
         byte[] bytes = seed("VerbsWireupFuzzTest", "request");
         byte[] body = Arrays.copyOfRange(bytes, 1, bytes.length);
         assertThatCode(() -> WireFormat.Wireup.decode(body, WireFormat.REQUEST)).doesNotThrowAnyException();
+    }
+
+    @Test
+    void theRegionSeedOfThisVersionDecodes() throws IOException {
+        byte[] bytes = seed("VerbsRegionFuzzTest", "decodeAcceptsOnlyARange", "chunk");
+        assertThat(bytes[0] & 0xFF).as("chunk's version").isEqualTo(WireFormat.REGION_VERSION);
+        assertThatCode(() -> WireFormat.Region.decode(new PayloadReader(bytes, 0, bytes.length, "payload."))).doesNotThrowAnyException();
     }
 }

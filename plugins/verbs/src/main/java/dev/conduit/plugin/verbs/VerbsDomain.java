@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
@@ -38,6 +39,7 @@ import java.util.function.LongConsumer;
  */
 final class VerbsDomain {
 
+    private static final SecureRandom CONTEXT_IDS = new SecureRandom();
     private final Verbs.Device device;
     private final String deviceName;
     private final int port;
@@ -47,6 +49,12 @@ final class VerbsDomain {
     private final byte[] gid;
     private final Verbs.ProtectionDomain pd;
     private final Verbs.ProtectionDomain outboundPd;
+    /**
+     * This context's identity, random: what its transports' addresses and its memory's region
+     * payloads carry as {@code context}, so that an endpoint refuses RMA on a region whose remote key
+     * its peer's protection domain does not hold (another process's, or another context's).
+     */
+    private final byte[] context = new byte[WireFormat.CONTEXT_LENGTH];
     /** Where {@link #takeAsyncEvents} logs the events it hands to no transport: the logger of the user that opened the context. */
     private final System.Logger logger;
     private int users;
@@ -73,6 +81,12 @@ final class VerbsDomain {
         this.pd = pd;
         this.outboundPd = outboundPd;
         this.logger = logger;
+        CONTEXT_IDS.nextBytes(context);
+    }
+
+    /** This context's identity ({@code context} of the wire formats); not to be modified. */
+    byte[] context() {
+        return context;
     }
 
     /** The real sysfs, where the kernel says which GIDs are RoCE v2. */

@@ -20,6 +20,8 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
 import java.security.MessageDigest;
+import java.util.Arrays;
+import java.util.HexFormat;
 
 /**
  * The connecting side of a connection: a queue pair that SENDs active messages into the peer's
@@ -41,7 +43,9 @@ import java.security.MessageDigest;
  *       move in one work request; fetch-add and compare-and-swap
  *       are verbs atomics on an 8-byte send buffer.
  *       Targets are regions of the peer's verbs memory provider: their handle carries the chunk's
- *       registered address and remote key.</li>
+ *       registered address and remote key, and the identity of the device context it is
+ *       registered in, which must be the peer's (its address's {@code context}): a region of
+ *       another process fails only its call, never posted.</li>
  * </ul>
  */
 final class VerbsEndpoint extends VerbsTransport.Connection implements TransportEndpoint {
@@ -647,6 +651,15 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                         + "chunks are registered with the device); this region was exported by plugin '" + region.pluginName() + "'");
             }
             WireFormat.Region payload = WireFormat.Region.decode(region.payload());
+            if (!Arrays.equals(payload.context(), peer.context())) {
+                // Posted, its key would be looked up in the peer's protection domain: refused by the peer's adapter
+                // (IBV_WC_REM_ACCESS_ERR), which fails this endpoint, or, should the peer hold such a key, applied to its memory.
+                throw new IllegalArgumentException("verbs: " + op + " on a region exported by another process (or device context) "
+                        + "than this endpoint's peer: its handle names device context " + HexFormat.of().formatHex(payload.context())
+                        + ", the peer at " + peerName + " is context " + HexFormat.of().formatHex(peer.context()) + ", and RDMA "
+                        + "reaches only the memory of the process at the connection's other end. Open the handle of the process this "
+                        + "endpoint is connected to, or connect to the region's exporter and open the handle on that endpoint");
+            }
             if (region.chunkOffset() < 0 || region.length() > payload.length() - region.chunkOffset()) {
                 throw new InvalidHandleException(region.chunkOffset() < 0 || region.chunkOffset() > payload.length() ? "region.offset"
                         : "region.length", "the region (" + region.length() + " bytes at " + region.chunkOffset()

@@ -14,8 +14,10 @@ import java.util.Map;
  * Memory the device can reach: each chunk is page-aligned native memory registered with
  * {@code ibv_reg_mr} in the plugin's protection domain (local write, remote read and write,
  * remote atomics when the device has them). Its export payload ({@link WireFormat.Region}) is the
- * chunk's address, length and remote key: what a peer's verbs endpoint needs for put, get and
- * atomics. Chunks are not mappable by other processes; the plugin imports no IPC handles.
+ * chunk's address, length and remote key, what a peer's verbs endpoint needs for put, get and
+ * atomics, and the device context's identity, which the endpoint compares with its peer's: the
+ * key is valid only through queue pairs of that context's protection domain. Chunks are not
+ * mappable by other processes; the plugin imports no IPC handles.
  *
  * <p>Verbs registers only memory it allocates itself: the SPI gives a plugin no access to another
  * plugin's chunks, so regions of memfd or posix pools cannot be RMA targets of verbs.
@@ -84,8 +86,9 @@ final class VerbsMemoryProvider implements MemoryProvider {
     }
 
     /**
-     * The chunk's address, length and remote key. A chunk whose free was refused (its memory busy)
-     * was deregistered by that free: it is registered again, under a new remote key.
+     * The chunk's address, length and remote key, and the device context's identity. A chunk
+     * whose free was refused (its memory busy) was deregistered by that free: it is registered
+     * again, under a new remote key.
      */
     @Override
     public synchronized byte[] export(Chunk chunk) {
@@ -95,7 +98,7 @@ final class VerbsMemoryProvider implements MemoryProvider {
             mr = domain.protectionDomain().register(chunk.segment(), domain.access());
             chunks.put(chunk, mr);
         }
-        return new WireFormat.Region(mr.memory().address(), mr.memory().byteSize(), mr.remoteKey()).encode();
+        return new WireFormat.Region(domain.context(), mr.memory().address(), mr.memory().byteSize(), mr.remoteKey()).encode();
     }
 
     /**

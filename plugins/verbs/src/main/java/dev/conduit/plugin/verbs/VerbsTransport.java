@@ -227,7 +227,7 @@ final class VerbsTransport implements Transport {
                         + VerbsConfig.WIREUP_ADDRESS.nameAndVariable() + " to an address of this host", e);
             }
             int tcpPort = ((InetSocketAddress) listener.getLocalAddress()).getPort();
-            address = new WireFormat.Address(token, domain.port(), domain.linkLayer(), domain.lid(), domain.gid(), domain.activeMtu(),
+            address = new WireFormat.Address(token, domain.context(), domain.port(), domain.linkLayer(), domain.lid(), domain.gid(), domain.activeMtu(),
                     receiveBuffers, bufferSize, domain.responderDepth(), domain.atomics(), host, tcpPort).encode();
             wireupServer = new WireupServer(this, listener, token, MAX_CONNECTIONS, inboundLimit);
             opened.add(wireupServer); // its selector; a thread that never started needs no stopping

@@ -16,9 +16,12 @@ import java.util.Arrays;
  * <h2>Transport address (the worker address entry)</h2>
  * <pre>
  * field             encoding   rule on decode
- * version           u8         3 (2 until 2026-12-07: an address without remote.atomics; 1 until 2026-12-06: without
- *                              responder.depth either)
+ * version           u8         4 (3 until 2026-12-07: an address without context; 2 until then too: without
+ *                              remote.atomics either; 1 until 2026-12-06: without responder.depth either)
  * token             16 bytes   random per transport; the wire-up request must present it
+ * context           16 bytes   random per device context of the plugin (drawn when it opens the device): the one the
+ *                              region payloads of its memory provider carry, which a peer's endpoint compares with it
+ *                              before any RMA on a region, refusing one of another context
  * port              u8         1..255
  * link.layer        u8         0 (unspecified, i.e. InfiniBand), 1 (InfiniBand), 2 (Ethernet: RoCE)
  * lid               u16
@@ -51,7 +54,7 @@ import java.util.Arrays;
  * mtu               u8         1..5
  * credit.address    u64        request only: where the acceptor RDMA-writes the count of re-posted receives; not 0
  * credit.rkey       u32        request only
- * sender.address    u16 length request only: the connector's own transport address (above), 53..116 bytes, decoded
+ * sender.address    u16 length request only: the connector's own transport address (above), 69..132 bytes, decoded
  *                   + bytes    as an address is (its fields named wireup.sender.address.*): what the acceptor's
  *                              senderAddress gives for the connection's messages, so that they can be answered
  * </pre>
@@ -68,23 +71,41 @@ import java.util.Arrays;
  * of {@code wireup.host}'s length. Address version 3 added {@code remote.atomics}, refused and
  * refusing the same way: without the bump a version-2 reader would have read it as the first byte
  * of {@code wireup.host}'s length, and a version-3 reader a version-2 address's host length as it.
+ * Address version 4 added {@code context}, refused and refusing the same way (the wire-up request
+ * carries the connector's address, so a version-4 acceptor refuses a version-3 connector naming
+ * {@code wireup.sender.address.version}): without the bump a version-3 reader would have read the
+ * context as the port, link layer, LID and GID, and a version-4 reader those fields as the context.
  *
  * <h2>Region payload</h2> (the plugin's part of an IPC handle of a chunk of the verbs memory provider)
  * <pre>
- * version u8 (1), address u64 (not 0), length u64 (&gt; 0), rkey u32
+ * field             encoding   rule on decode
+ * version           u8         2 (1 until 2026-12-07: a payload without context)
+ * context           16 bytes   the exporter's device context ({@code context} of its transports' addresses): an
+ *                              endpoint does RMA only on regions of its peer's context, since a remote key is
+ *                              valid only in the protection domain it was registered in
+ * address           u64        not 0
+ * length            u64        &gt; 0, address + length not past the end of the address space
+ * rkey              u32
  * </pre>
+ *
+ * <p>Region version 2 added {@code context}. A version-1 payload (an older exporter's handle) is
+ * refused naming both versions, as an older process refuses a version-2 one: read otherwise, a
+ * version-1 payload would have been too short, refused as truncated naming no version, and a
+ * version-2 one read by a version-1 process would have taken the context for the address.
  */
 final class WireFormat {
 
-    static final int ADDRESS_VERSION = 3;
+    static final int ADDRESS_VERSION = 4;
     static final int TOKEN_LENGTH = 16;
+    /** The bytes of a device context's identity, {@code context} in an address and a region payload. */
+    static final int CONTEXT_LENGTH = 16;
     static final int WIREUP_MAGIC = 0x55575643;
     static final int WIREUP_VERSION = 2;
     static final int REQUEST = 1;
     static final int REPLY = 2;
     /** Longest wire-up message accepted. */
     static final int MAX_WIREUP = 256;
-    static final int REGION_VERSION = 1;
+    static final int REGION_VERSION = 2;
     static final int MAX_QPN = 0xFF_FFFF;
     /** The most RDMA READs and atomics in flight a queue pair can be given: {@code max_rd_atomic} and {@code max_dest_rd_atomic} are u8. */
     static final int MAX_READ_DEPTH = 255;
@@ -94,10 +115,10 @@ final class WireFormat {
      */
     static final int MAX_HOST = 64;
     /**
-     * An address's bytes before {@code wireup.host}: version, token, port, link layer, LID, GID, MTU, receive buffers, buffer
-     * size, responder depth, remote atomics.
+     * An address's bytes before {@code wireup.host}: version, token, context, port, link layer, LID, GID, MTU, receive
+     * buffers, buffer size, responder depth, remote atomics.
      */
-    private static final int ADDRESS_FIXED = 1 + TOKEN_LENGTH + 1 + 1 + 2 + 16 + 1 + 4 + 4 + 1 + 1;
+    private static final int ADDRESS_FIXED = 1 + TOKEN_LENGTH + CONTEXT_LENGTH + 1 + 1 + 2 + 16 + 1 + 4 + 4 + 1 + 1;
     /** The shortest address: a host of one character ("1" is 0.0.0.1 to {@link InetAddress#ofLiteral}; "0", the wildcard, is refused). */
     static final int MIN_ADDRESS_LENGTH = ADDRESS_FIXED + 2 + 1 + 2;
     /** The longest address: a host of {@link #MAX_HOST} bytes. */
@@ -107,14 +128,15 @@ final class WireFormat {
     }
 
     /**
-     * A decoded transport address; {@code remoteAtomics}: whether the transport's device does RDMA
-     * atomics, so that its regions take a peer's fetchAdd and compareAndSwap.
+     * A decoded transport address; {@code context}: the identity of the transport's device context,
+     * which the region payloads of its memory carry; {@code remoteAtomics}: whether the transport's
+     * device does RDMA atomics, so that its regions take a peer's fetchAdd and compareAndSwap.
      */
-    record Address(byte[] token, int port, int linkLayer, int lid, byte[] gid, int mtu, int receiveBuffers, int bufferSize,
+    record Address(byte[] token, byte[] context, int port, int linkLayer, int lid, byte[] gid, int mtu, int receiveBuffers, int bufferSize,
                    int responderDepth, boolean remoteAtomics, String host, int tcpPort) {
 
         byte[] encode() {
-            return new PayloadWriter().u8(ADDRESS_VERSION).bytes(token).u8(port).u8(linkLayer).u16(lid).bytes(gid).u8(mtu)
+            return new PayloadWriter().u8(ADDRESS_VERSION).bytes(token).bytes(context).u8(port).u8(linkLayer).u16(lid).bytes(gid).u8(mtu)
                     .u32(receiveBuffers).u32(bufferSize).u8(responderDepth).u8(remoteAtomics ? 1 : 0).string(host).u16(tcpPort).toByteArray();
         }
 
@@ -124,6 +146,7 @@ final class WireFormat {
                 throw r.invalid("version", FormatVersions.refusal("verbs address", version, ADDRESS_VERSION, "the peer"));
             }
             byte[] token = r.bytes("token", TOKEN_LENGTH);
+            byte[] context = r.bytes("context", CONTEXT_LENGTH);
             int port = r.u8("port");
             if (port == 0) {
                 throw r.invalid("port", "port 0: ports are numbered from 1");
@@ -170,7 +193,7 @@ final class WireFormat {
                 throw r.invalid("wireup.port", "TCP port 0");
             }
             r.end("wireup.port");
-            return new Address(token, port, linkLayer, lid, gid, mtu, (int) receiveBuffers, (int) bufferSize, responderDepth, remoteAtomics == 1, host,
+            return new Address(token, context, port, linkLayer, lid, gid, mtu, (int) receiveBuffers, (int) bufferSize, responderDepth, remoteAtomics == 1, host,
                     tcpPort);
         }
     }
@@ -248,14 +271,17 @@ final class WireFormat {
          * The connector's transport address: of a length an address can have, and one that
          * {@link Address#decode} accepts (its errors name {@code wireup.sender.address.<field>}),
          * since the acceptor hands it on as the address to answer the connection's messages at.
+         * An address of another version is refused by its version whatever its length, an older
+         * connector's being shorter (version 3, without {@code context}: 53 to 116 bytes).
          */
         private static byte[] readSenderAddress(PayloadReader r) {
             int length = r.u16("sender.address.length");
-            if (length < MIN_ADDRESS_LENGTH || length > MAX_ADDRESS_LENGTH) {
+            byte[] address = r.bytes("sender.address", length);
+            boolean thisVersion = length > 0 && (address[0] & 0xFF) == ADDRESS_VERSION;
+            if (length == 0 || thisVersion && (length < MIN_ADDRESS_LENGTH || length > MAX_ADDRESS_LENGTH)) {
                 throw r.invalid("sender.address", "an address of " + length + " bytes, where a verbs transport address has "
                         + MIN_ADDRESS_LENGTH + " to " + MAX_ADDRESS_LENGTH);
             }
-            byte[] address = r.bytes("sender.address", length);
             decodeSenderAddress(address);
             return address;
         }
@@ -270,18 +296,19 @@ final class WireFormat {
         }
     }
 
-    /** The verbs part of an IPC handle: a registered chunk. */
-    record Region(long address, long length, int rkey) {
+    /** The verbs part of an IPC handle: a registered chunk, and the device context it is registered in. */
+    record Region(byte[] context, long address, long length, int rkey) {
 
         byte[] encode() {
-            return new PayloadWriter().u8(REGION_VERSION).u64(address).u64(length).u32(Integer.toUnsignedLong(rkey)).toByteArray();
+            return new PayloadWriter().u8(REGION_VERSION).bytes(context).u64(address).u64(length).u32(Integer.toUnsignedLong(rkey)).toByteArray();
         }
 
         static Region decode(PayloadReader r) {
             int version = r.u8("version");
             if (version != REGION_VERSION) {
-                throw r.invalid("version", FormatVersions.refusal("verbs region payload", version, REGION_VERSION, "the peer"));
+                throw r.invalid("version", FormatVersions.refusal("verbs region payload", version, REGION_VERSION, "the process that exported the region"));
             }
+            byte[] context = r.bytes("context", CONTEXT_LENGTH);
             long address = r.u64("address");
             if (address == 0) {
                 throw r.invalid("address", "null address");
@@ -292,7 +319,7 @@ final class WireFormat {
             }
             int rkey = (int) r.u32("rkey");
             r.end("rkey");
-            return new Region(address, length, rkey);
+            return new Region(context, address, length, rkey);
         }
     }
 

@@ -34,10 +34,11 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.function.Consumer;
+import java.util.function.BiConsumer;
 
 import static dev.conduit.plugin.verbs.TestWorker.bytes;
 import static dev.conduit.plugin.verbs.TestWorker.connected;
@@ -306,12 +307,72 @@ class LoopbackTransportTest {
                 .hasMessageContaining("plugin 'memfd'").hasMessageContaining("pool of plugin 'verbs'");
     }
 
+    /**
+     * RDMA reaches only the memory of the process at the connection's other end: a remote key is
+     * looked up in the peer's protection domain. A region exported by a third process is refused
+     * before anything is posted, naming both device contexts and what to do, and the connection
+     * keeps working. Until 2026-12-07 the region payload named no process: the put was posted with
+     * the third process's address and key, and the peer's adapter refused it
+     * ({@code IBV_WC_REM_ACCESS_ERR}), failing the endpoint and blaming a wrong key; across hosts
+     * it could have landed, had that key and address been valid at the peer.
+     */
+    @Test
+    void aRegionOfAThirdProcessIsRefusedNamingBothContextsAndTheConnectionKeepsWorking() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TestWorker third = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider peerMemory = b.memory();
+        closing.add(peerMemory);
+        MemoryProvider thirdMemory = third.memory();
+        closing.add(thirdMemory);
+        Chunk peers = peerMemory.allocate(4096);
+        Chunk thirds = thirdMemory.allocate(4096);
+        RemoteRegion misdirected = TestWorker.region(thirdMemory, thirds, 0, 4096);
+        String contexts = "its handle names device context " + HexFormat.of().formatHex(third.transport.domain.context()) + ", the peer at "
+                + "127.0.0.1:" + WireFormat.Address.decode(new PayloadReader(b.transport.address(), 0, b.transport.address().length, "a."))
+                .tcpPort() + " is context " + HexFormat.of().formatHex(b.transport.domain.context());
+        assertThat(catchThrowable(() -> e.put(bytes("misdirected"), misdirected, 0))).as("a put to a third process's region")
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("verbs: put on a region exported by another process (or device context) than this endpoint's peer")
+                .hasMessageContaining(contexts)
+                .hasMessageContaining("Open the handle of the process this endpoint is connected to, or connect to the region's exporter");
+        assertThat(catchThrowable(() -> e.get(misdirected, 0, MemorySegment.ofArray(new byte[8])))).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("verbs: get on a region exported by another process");
+        assertThat(catchThrowable(() -> e.fetchAdd(misdirected, 0, 1))).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("verbs: fetchAdd on a region exported by another process");
+        e.put(bytes("still works"), TestWorker.region(peerMemory, peers, 0, 4096), 0);
+        e.flush();
+        assertThat(peers.segment().getString(0)).as("what the put to the peer's own region wrote").isEqualTo("still works");
+        assertThat(thirds.segment().get(ValueLayout.JAVA_LONG, 0)).as("the third process's memory").isZero();
+        assertThat(a.failures).isEmpty();
+        peerMemory.free(peers);
+        thirdMemory.free(thirds);
+    }
+
+    /** Another worker of the peer's plugin instance shares its device context, so its regions are the peer's to reach. */
+    @Test
+    void aRegionOfAnotherWorkerOfThePeersDeviceContextIsReached() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TestWorker sibling = new TestWorker(b);
+        closing.add(sibling);
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        MemoryProvider siblingMemory = sibling.memory();
+        closing.add(siblingMemory);
+        Chunk chunk = siblingMemory.allocate(4096);
+        e.put(bytes("same context"), TestWorker.region(siblingMemory, chunk, 0, 4096), 0);
+        e.flush();
+        assertThat(chunk.segment().getString(0)).isEqualTo("same context");
+        siblingMemory.free(chunk);
+    }
+
     @Test
     void aWrongRemoteKeyFailsTheEndpointWithTheCompletionStatus() {
         TestWorker a = peer();
         TestWorker b = peer();
         TransportEndpoint e = connected(a.connect(b), a, b);
-        byte[] forged = new WireFormat.Region(0x10000, 4096, 0x7777).encode();
+        byte[] forged = new WireFormat.Region(b.transport.domain.context(), 0x10000, 4096, 0x7777).encode();
         RemoteRegion region = new TestWorker.TestRegion(VerbsPlugin.NAME, 0, 4096, forged);
         e.put(bytes("x"), region, 0);
         assertThatThrownBy(e::flush).isInstanceOf(PeerFailedException.class).hasMessageContaining("IBV_WC_REM_ACCESS_ERR");
@@ -328,18 +389,19 @@ class LoopbackTransportTest {
      */
     @Test
     void aFailedWorkRequestNamesTheOperationItServed() {
-        RemoteRegion forged = new TestWorker.TestRegion(VerbsPlugin.NAME, 0, 4096, new WireFormat.Region(0x10000, 4096, 0x7777).encode());
-        List<Map.Entry<String, Consumer<TransportEndpoint>>> operations = List.of(
-                Map.entry("an RDMA WRITE of a put", e -> e.put(bytes("x"), forged, 0)),
-                Map.entry("an RDMA READ of a get", e -> e.get(forged, 0, MemorySegment.ofArray(new byte[8]))),
-                Map.entry("the atomic of a fetchAdd", e -> e.fetchAdd(forged, 0, 1)),
-                Map.entry("the atomic of a compareAndSwap", e -> e.compareAndSwap(forged, 0, 0, 1)));
-        for (Map.Entry<String, Consumer<TransportEndpoint>> operation : operations) {
+        List<Map.Entry<String, BiConsumer<TransportEndpoint, RemoteRegion>>> operations = List.of(
+                Map.entry("an RDMA WRITE of a put", (e, forged) -> e.put(bytes("x"), forged, 0)),
+                Map.entry("an RDMA READ of a get", (e, forged) -> e.get(forged, 0, MemorySegment.ofArray(new byte[8]))),
+                Map.entry("the atomic of a fetchAdd", (e, forged) -> e.fetchAdd(forged, 0, 1)),
+                Map.entry("the atomic of a compareAndSwap", (e, forged) -> e.compareAndSwap(forged, 0, 0, 1)));
+        for (Map.Entry<String, BiConsumer<TransportEndpoint, RemoteRegion>> operation : operations) {
             TestWorker a = peer();
             TestWorker b = peer();
             TransportEndpoint e = connected(a.connect(b), a, b);
+            RemoteRegion forged = new TestWorker.TestRegion(VerbsPlugin.NAME, 0, 4096,
+                    new WireFormat.Region(b.transport.domain.context(), 0x10000, 4096, 0x7777).encode());
             assertThat(catchThrowable(() -> {
-                operation.getValue().accept(e);
+                operation.getValue().accept(e, forged);
                 e.flush();
             })).as(operation.getKey()).isInstanceOf(PeerFailedException.class)
                     .hasMessageContaining("a work request failed: IBV_WC_REM_ACCESS_ERR")
@@ -368,7 +430,7 @@ class LoopbackTransportTest {
         for (int i = 0; i < 3; i++) {
             b.transport.progress(); // takes the last credit write's completion: nothing is left to announce
         }
-        byte[] forged = new WireFormat.Region(0x10000, 4096, 0x7777).encode();
+        byte[] forged = new WireFormat.Region(b.transport.domain.context(), 0x10000, 4096, 0x7777).encode();
         e.put(bytes("x"), new TestWorker.TestRegion(VerbsPlugin.NAME, 0, 4096, forged), 0);
         assertThatThrownBy(e::flush).isInstanceOf(PeerFailedException.class).hasMessageContaining("IBV_WC_REM_ACCESS_ERR");
         progressUntil(() -> b.sendersClosed.size() == 1, b);
@@ -579,7 +641,7 @@ class LoopbackTransportTest {
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
         }
-        byte[] address = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
+        byte[] address = new WireFormat.Address(new byte[16], new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
                 VerbsAbi.IBV_MTU_1024, 64, 8192, 16, true, "127.0.0.1", port).encode();
         assertThatThrownBy(() -> a.transport.connect(new PayloadReader(address), c -> { }))
                 .isInstanceOf(ConduitException.class).hasMessageContaining("127.0.0.1:" + port).hasMessageContaining("wire-up listener");
@@ -590,7 +652,7 @@ class LoopbackTransportTest {
         TestWorker a = peer();
         TestWorker b = peer();
         WireFormat.Address real = WireFormat.Address.decode(new PayloadReader(b.transport.address()));
-        byte[] stale = new WireFormat.Address(new byte[16], real.port(), real.linkLayer(), real.lid(), real.gid(), real.mtu(),
+        byte[] stale = new WireFormat.Address(new byte[16], new byte[16], real.port(), real.linkLayer(), real.lid(), real.gid(), real.mtu(),
                 real.receiveBuffers(), real.bufferSize(), real.responderDepth(), true, real.host(), real.tcpPort()).encode();
         TransportEndpoint e = a.transport.connect(new PayloadReader(stale), a.failures::add);
         progressUntil(() -> !a.failures.isEmpty(), a, b);
@@ -923,7 +985,7 @@ class LoopbackTransportTest {
             qp.toInit(1, VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
             buffer.memory().setString(0, "OVERWRITTEN by the acceptor");
             byte[] token = new byte[16];
-            byte[] address = new WireFormat.Address(token, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
+            byte[] address = new WireFormat.Address(token, new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
                     64, 8192, 16, true, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
             TransportEndpoint e = b.transport.connect(new PayloadReader(address), b.failures::add);
             closing.add(e::close);
@@ -963,7 +1025,7 @@ class LoopbackTransportTest {
         try (java.nio.channels.ServerSocketChannel server = java.nio.channels.ServerSocketChannel.open()
                 .bind(new InetSocketAddress("127.0.0.1", 0))) {
             byte[] token = new byte[16];
-            byte[] address = new WireFormat.Address(token, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
+            byte[] address = new WireFormat.Address(token, new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID, VerbsAbi.IBV_MTU_1024,
                     64, 8192, 16, true, "127.0.0.1", ((InetSocketAddress) server.getLocalAddress()).getPort()).encode();
             TransportEndpoint e = b.transport.connect(new PayloadReader(address), b.failures::add);
             closing.add(e::close);
@@ -1025,7 +1087,7 @@ class LoopbackTransportTest {
     }
 
     /** The address a {@link RawConnector} announces in its request: nothing listens behind it, only the acceptor's checks of the request matter. */
-    static final byte[] ANNOUNCED = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
+    static final byte[] ANNOUNCED = new WireFormat.Address(new byte[16], new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
             VerbsAbi.IBV_MTU_1024, 64, 8192, 16, true, "127.0.0.1", 9).encode();
 
     private RawConnector rawConnector(TestWorker b, Arena arena) throws Exception {
@@ -1438,7 +1500,7 @@ class LoopbackTransportTest {
             peerBytes.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13 + i / 4096 + 1)); // no zero byte in any part
         }
         WireFormat.Region registered = WireFormat.Region.decode(TestWorker.region(memory, chunk, 0, 20 * 4096).payload());
-        byte[] claimingMore = new WireFormat.Region(registered.address(), 32 * 4096, registered.rkey()).encode();
+        byte[] claimingMore = new WireFormat.Region(registered.context(), registered.address(), 32 * 4096, registered.rkey()).encode();
         RemoteRegion region = new TestWorker.TestRegion(VerbsPlugin.NAME, 0, 32 * 4096, claimingMore);
         // On the heap: the address of a native destination could make its parts go last first (lastPartFirst).
         MemorySegment back = MemorySegment.ofArray(new byte[32 * 4096]);

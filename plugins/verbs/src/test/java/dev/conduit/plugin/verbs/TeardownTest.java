@@ -188,7 +188,7 @@ class TeardownTest {
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
         }
-        byte[] address = new WireFormat.Address(new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
+        byte[] address = new WireFormat.Address(new byte[16], new byte[16], 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, LoopbackVerbs.GID,
                 VerbsAbi.IBV_MTU_1024, 64, 8192, 16, true, "127.0.0.1", port).encode();
         long regions = verbs.openOf("mr ");
         verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY);

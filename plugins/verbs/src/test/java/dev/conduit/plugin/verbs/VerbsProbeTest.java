@@ -40,7 +40,7 @@ class VerbsProbeTest {
                 .startsWith("libibverbs-conduit-missing.so.1 not found (dlopen: ")
                 .contains("apt-get install libibverbs1")
                 .contains("verbs.library (CONDUIT_VERBS_LIBRARY)");
-        assertThat(a.details()).containsExactly(Map.entry("formats", "address 3, wire-up 2, region 1"),
+        assertThat(a.details()).containsExactly(Map.entry("formats", "address 4, wire-up 2, region 2"),
                 Map.entry("library", "libibverbs-conduit-missing.so.1"));
     }
 
@@ -61,7 +61,7 @@ class VerbsProbeTest {
         assertThat(a.isAvailable()).isFalse();
         assertThat(a.reason()).isEqualTo("no RDMA devices: ibv_get_device_list(&num_devices): ENOSYS (Function not implemented): "
                 + FfmVerbs.hintForDeviceList(Errno.ENOSYS));
-        assertThat(a.details()).containsExactly(Map.entry("formats", "address 3, wire-up 2, region 1"), Map.entry("library", "libibverbs.so.1"),
+        assertThat(a.details()).containsExactly(Map.entry("formats", "address 4, wire-up 2, region 2"), Map.entry("library", "libibverbs.so.1"),
                 Map.entry("devices", "none"));
         // A second probe reuses the loaded library and says the same.
         assertThat(new VerbsPlugin().probe(TestContext.of())).isEqualTo(a);
@@ -112,7 +112,7 @@ class VerbsProbeTest {
         Availability a = probe(verbs);
         assertThat(a.isAvailable()).isTrue();
         assertThat(a.details()).containsExactly(
-                Map.entry("formats", "address 3, wire-up 2, region 1"),
+                Map.entry("formats", "address 4, wire-up 2, region 2"),
                 Map.entry("library", "libibverbs.so.1"),
                 Map.entry("devices", "rxe0, mlx4_0"),
                 Map.entry("rxe0", "node guid 0002:c903:00a0:b0c0, firmware 1.2.3, vendor 0x2c9 part 4119, 1 port, max_qp 262144, "

@@ -6,6 +6,7 @@ import dev.conduit.spi.PayloadWriter;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -14,14 +15,16 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class WireFormatTest {
 
     private static final byte[] TOKEN = new byte[16];
+    private static final byte[] CONTEXT = new byte[16];
     private static final byte[] GID = LoopbackVerbs.GID;
 
     static {
         Arrays.fill(TOKEN, (byte) 3);
+        Arrays.fill(CONTEXT, (byte) 5);
     }
 
     private static WireFormat.Address address() {
-        return new WireFormat.Address(TOKEN, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, GID, VerbsAbi.IBV_MTU_1024, 64, 8192, 16, true, "10.0.0.2", 4791);
+        return new WireFormat.Address(TOKEN, CONTEXT, 1, VerbsAbi.IBV_LINK_LAYER_ETHERNET, 0, GID, VerbsAbi.IBV_MTU_1024, 64, 8192, 16, true, "10.0.0.2", 4791);
     }
 
     private static WireFormat.Address decodeAddress(byte[] bytes) {
@@ -45,7 +48,7 @@ class WireFormatTest {
         assertThat(a.host()).isEqualTo("10.0.0.2");
         assertThat(a.tcpPort()).isEqualTo(4791);
         assertThat(a.receiveBuffers()).isEqualTo(64);
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 1, 7, GID, 5, 2, 4096, 16, true, "fe80::1", 1).encode()).host())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 1, 7, GID, 5, 2, 4096, 16, true, "fe80::1", 1).encode()).host())
                 .isEqualTo("fe80::1");
     }
 
@@ -62,7 +65,7 @@ class WireFormatTest {
     @Test
     void aWildcardMulticastOrScopedWireupHostIsRefusedNamingTheField() {
         for (String unreachable : new String[] {"0.0.0.0", "0", "::", "224.0.0.1", "ff02::1", "fe80::1%1", "fe80::1%0"}) {
-            assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, unreachable, 1).encode())))
+            assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 16, true, unreachable, 1).encode())))
                     .as(unreachable).isEqualTo("address.verbs.wireup.host");
         }
     }
@@ -77,42 +80,42 @@ class WireFormatTest {
         version[0] = WireFormat.ADDRESS_VERSION + 1;
         assertThat(fieldOf(() -> decodeAddress(version))).isEqualTo("address.verbs.version");
         byte[] port = good.clone();
-        port[17] = 0;
+        port[1 + 16 + 16] = 0;
         assertThat(fieldOf(() -> decodeAddress(port))).isEqualTo("address.verbs.port");
         byte[] linkLayer = good.clone();
-        linkLayer[18] = 9;
+        linkLayer[1 + 16 + 16 + 1] = 9;
         assertThat(fieldOf(() -> decodeAddress(linkLayer))).isEqualTo("address.verbs.link.layer");
         byte[] mtu = good.clone();
-        mtu[1 + 16 + 1 + 1 + 2 + 16] = 6;
+        mtu[1 + 16 + 16 + 1 + 1 + 2 + 16] = 6;
         assertThat(fieldOf(() -> decodeAddress(mtu))).isEqualTo("address.verbs.mtu");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 1, 8192, 16, true, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 1, 8192, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.receive.buffers");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 100, 16, true, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 100, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
         // Records start at multiples of the buffer size and hold 8-byte fields: 4100 would misalign them.
-        assertThatThrownBy(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4100, 16, true, "10.0.0.2", 1).encode()))
+        assertThatThrownBy(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 4100, 16, true, "10.0.0.2", 1).encode()))
                 .isInstanceOf(InvalidHandleException.class).hasMessageContaining("address.verbs.buffer.size")
                 .hasMessageContaining("not a multiple of 64").hasMessageContaining("verbs.buffer.size (CONDUIT_VERBS_BUFFER_SIZE)");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4160, 16, true, "10.0.0.2", 1).encode()).bufferSize())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 4160, 16, true, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(4160);
         // Each bound holds at its edge: the last value in, the first one out.
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 3, 0, GID, 3, 8, 8192, 16, true, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 3, 0, GID, 3, 8, 8192, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.link.layer");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4096, 8192, 16, true, "10.0.0.2", 1).encode()).receiveBuffers())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 4096, 8192, 16, true, "10.0.0.2", 1).encode()).receiveBuffers())
                 .isEqualTo(4096);
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 4097, 8192, 16, true, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 4097, 8192, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.receive.buffers");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096, 16, true, "10.0.0.2", 1).encode()).bufferSize())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 4096, 16, true, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(4096);
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 4096 - 64, 16, true, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 4096 - 64, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 1 << 30, 16, true, "10.0.0.2", 1).encode()).bufferSize())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 1 << 30, 16, true, "10.0.0.2", 1).encode()).bufferSize())
                 .isEqualTo(1 << 30);
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, (1 << 30) + 64, 16, true, "10.0.0.2", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, (1 << 30) + 64, 16, true, "10.0.0.2", 1).encode())))
                 .isEqualTo("address.verbs.buffer.size");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "evil.example", 1).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 16, true, "evil.example", 1).encode())))
                 .isEqualTo("address.verbs.wireup.host");
-        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "10.0.0.2", 0).encode())))
+        assertThat(fieldOf(() -> decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 16, true, "10.0.0.2", 0).encode())))
                 .isEqualTo("address.verbs.wireup.port");
     }
 
@@ -126,11 +129,11 @@ class WireFormatTest {
     @Test
     void anAddressCarriesItsResponderDepthAndAZeroIsRefusedNamingIt() {
         assertThat(decodeAddress(address().encode()).responderDepth()).isEqualTo(16);
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 1, true, "10.0.0.2", 1).encode()).responderDepth())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 1, true, "10.0.0.2", 1).encode()).responderDepth())
                 .isEqualTo(1);
-        assertThat(decodeAddress(new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 255, true, "10.0.0.2", 1).encode()).responderDepth())
+        assertThat(decodeAddress(new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 255, true, "10.0.0.2", 1).encode()).responderDepth())
                 .isEqualTo(255);
-        byte[] none = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 0, true, "10.0.0.2", 1).encode();
+        byte[] none = new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 0, true, "10.0.0.2", 1).encode();
         assertThat(catchInvalid(() -> decodeAddress(none)))
                 .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.responder.depth"))
                 .hasMessageContaining("0 RDMA READs and atomics in flight, where a peer takes 1 to 255");
@@ -142,8 +145,9 @@ class WireFormatTest {
 
     /**
      * An address of a former version, an older Conduit's, is refused by its version, naming both and
-     * which side to upgrade: read as a version-3 address, a version-2 one (no remote atomics) would
-     * have had its host length taken for the atomics flag, and a version-1 one (no responder depth
+     * which side to upgrade: read as a version-4 address, a version-3 one (no context) would have had
+     * its port, link layer, LID and GID taken for the context, a version-2 one (no remote atomics
+     * either) its host length for the atomics flag too, and a version-1 one (no responder depth
      * either) its host length for the depth.
      */
     @Test
@@ -152,17 +156,17 @@ class WireFormatTest {
                 .u16(4791).toByteArray();
         byte[] version2 = new PayloadWriter().u8(2).bytes(TOKEN).u8(1).u8(2).u16(0).bytes(GID).u8(3).u32(64).u32(8192).u8(16)
                 .string("10.0.0.2").u16(4791).toByteArray();
-        assertThat(catchInvalid(() -> decodeAddress(version1)))
-                .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.version"))
-                .hasMessageContaining("verbs address version 1, where this process's Conduit reads only version 3: the peer runs an older "
-                        + "Conduit than this process; upgrade the peer");
-        assertThat(catchInvalid(() -> decodeAddress(version2)))
-                .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.version"))
-                .hasMessageContaining("verbs address version 2, where this process's Conduit reads only version 3: the peer runs an older "
-                        + "Conduit than this process; upgrade the peer");
-        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, version2).encode())))).as("a version-2 connector's request")
+        byte[] version3 = new PayloadWriter().u8(3).bytes(TOKEN).u8(1).u8(2).u16(0).bytes(GID).u8(3).u32(64).u32(8192).u8(16).u8(1)
+                .string("10.0.0.2").u16(4791).toByteArray();
+        for (byte[] former : List.of(version1, version2, version3)) {
+            assertThat(catchInvalid(() -> decodeAddress(former)))
+                    .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.version"))
+                    .hasMessageContaining("verbs address version " + former[0] + ", where this process's Conduit reads only version 4: the "
+                            + "peer runs an older Conduit than this process; upgrade the peer");
+        }
+        assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, version3).encode())))).as("a version-3 connector's request")
                 .isEqualTo("wireup.sender.address.version");
-        assertThat(WireFormat.ADDRESS_VERSION).isEqualTo(3);
+        assertThat(WireFormat.ADDRESS_VERSION).isEqualTo(4);
     }
 
     /**
@@ -173,12 +177,12 @@ class WireFormatTest {
     @Test
     void anAddressCarriesWhetherItsDeviceDoesAtomicsAndAnythingButZeroOrOneIsRefusedNamingIt() {
         assertThat(decodeAddress(address().encode()).remoteAtomics()).isTrue();
-        byte[] without = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, false, "10.0.0.2", 1).encode();
+        byte[] without = new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 16, false, "10.0.0.2", 1).encode();
         assertThat(decodeAddress(without).remoteAtomics()).isFalse();
         assertThat(decodeRequest(body(request(5, 1, 3, 8, without).encode())).sender().remoteAtomics()).as("the connector's")
                 .isFalse();
         byte[] two = address().encode();
-        two[1 + 16 + 1 + 1 + 2 + 16 + 1 + 4 + 4 + 1] = 2;
+        two[1 + 16 + 16 + 1 + 1 + 2 + 16 + 1 + 4 + 4 + 1] = 2;
         assertThat(catchInvalid(() -> decodeAddress(two)))
                 .satisfies(e -> assertThat(e.field()).isEqualTo("address.verbs.remote.atomics"))
                 .hasMessageContaining("2 is neither 0 (the device does no RDMA atomics) nor 1");
@@ -245,8 +249,8 @@ class WireFormatTest {
      */
     @Test
     void theConnectorsAddressInARequestIsValidatedAsAnAddressAndEveryBadPartIsNamed() {
-        byte[] shortest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "1", 1).encode();
-        byte[] longest = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "fe80::1%" + "e".repeat(WireFormat.MAX_HOST - 8), 1)
+        byte[] shortest = new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 16, true, "1", 1).encode();
+        byte[] longest = new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 16, true, "fe80::1%" + "e".repeat(WireFormat.MAX_HOST - 8), 1)
                 .encode();
         assertThat(shortest.length).isEqualTo(WireFormat.MIN_ADDRESS_LENGTH);
         assertThat(longest.length).isEqualTo(WireFormat.MAX_ADDRESS_LENGTH);
@@ -262,9 +266,9 @@ class WireFormatTest {
         byte[] tooLong = Arrays.copyOf(longest, longest.length + 1);
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, tooLong).encode())))).isEqualTo("wireup.sender.address");
         // A bad field inside the address is named inside it.
-        byte[] named = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "evil.example", 1).encode();
+        byte[] named = new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 16, true, "evil.example", 1).encode();
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, named).encode())))).isEqualTo("wireup.sender.address.wireup.host");
-        byte[] portZero = new WireFormat.Address(TOKEN, 1, 2, 0, GID, 3, 8, 8192, 16, true, "10.0.0.2", 0).encode();
+        byte[] portZero = new WireFormat.Address(TOKEN, CONTEXT, 1, 2, 0, GID, 3, 8, 8192, 16, true, "10.0.0.2", 0).encode();
         assertThat(fieldOf(() -> decodeRequest(body(request(5, 1, 3, 8, portZero).encode())))).isEqualTo("wireup.sender.address.wireup.port");
         byte[] otherVersion = address().encode();
         otherVersion[0] = WireFormat.ADDRESS_VERSION + 1;
@@ -309,21 +313,40 @@ class WireFormatTest {
 
     @Test
     void regionPayloadsRoundTripAndBadOnesAreNamed() {
-        WireFormat.Region r = WireFormat.Region.decode(new PayloadReader(new WireFormat.Region(0x10000, 4096, -5).encode()));
+        WireFormat.Region r = WireFormat.Region.decode(new PayloadReader(new WireFormat.Region(CONTEXT, 0x10000, 4096, -5).encode()));
         assertThat(r.rkey()).isEqualTo(-5);
-        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(0).u64(1).u32(1).toByteArray()))))
-                .isEqualTo("address");
-        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(8).u64(0).u32(1).toByteArray()))))
-                .isEqualTo("length");
-        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(-8).u64(16).u32(1).toByteArray()))))
-                .isEqualTo("length");
-        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).toByteArray())))).isEqualTo("version");
+        assertThat(r.context()).isEqualTo(CONTEXT);
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).bytes(new byte[15]).toByteArray()))))
+                .isEqualTo("context");
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).bytes(CONTEXT).u64(0).u64(1).u32(1)
+                .toByteArray())))).isEqualTo("address");
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).bytes(CONTEXT).u64(8).u64(0).u32(1)
+                .toByteArray())))).isEqualTo("length");
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).bytes(CONTEXT).u64(-8).u64(16).u32(1)
+                .toByteArray())))).isEqualTo("length");
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(3).toByteArray())))).isEqualTo("version");
         // Which side to upgrade, as every format's refusal says it: it named both versions only.
-        org.assertj.core.api.Assertions.assertThatThrownBy(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).toByteArray())))
-                .hasMessageContaining("verbs region payload version 2, where this process's Conduit reads only version 1: the peer runs a "
-                        + "newer Conduit than this process; upgrade this process");
-        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(1).u64(8).u64(8).toByteArray()))))
-                .isEqualTo("rkey");
+        assertThatThrownBy(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(3).toByteArray())))
+                .hasMessageContaining("verbs region payload version 3, where this process's Conduit reads only version 2: the process that "
+                        + "exported the region runs a newer Conduit than this process; upgrade this process");
+        assertThat(fieldOf(() -> WireFormat.Region.decode(new PayloadReader(new PayloadWriter().u8(2).bytes(CONTEXT).u64(8).u64(8)
+                .toByteArray())))).isEqualTo("rkey");
+    }
+
+    /**
+     * Region version 2 added the exporter's device context, which an endpoint compares with its
+     * peer's before any RMA. A version-1 payload, an older exporter's handle, is refused by its
+     * version naming both and which side to upgrade; read as version 2 it would have been refused as
+     * cut short, naming the rkey and no version.
+     */
+    @Test
+    void aRegionPayloadOfTheFormerVersionIsRefusedNamingBothVersions() {
+        byte[] version1 = new PayloadWriter().u8(1).u64(0x10000).u64(4096).u32(7).toByteArray();
+        assertThat(catchInvalid(() -> WireFormat.Region.decode(new PayloadReader(version1, 0, version1.length, "payload."))))
+                .satisfies(e -> assertThat(e.field()).isEqualTo("payload.version"))
+                .hasMessageContaining("verbs region payload version 1, where this process's Conduit reads only version 2: the process that "
+                        + "exported the region runs an older Conduit than this process; upgrade the process that exported the region");
+        assertThat(WireFormat.REGION_VERSION).isEqualTo(2);
     }
 
     @Test
