@@ -651,13 +651,19 @@ final class FfmVerbs implements Verbs {
             return rkey;
         }
 
+        /**
+         * Closed only once {@code ibv_dereg_mr} succeeded: a failed one leaves the region registered
+         * (the device may still write to its memory), so it must not read closed, and a retry calls
+         * it again. Synchronized, so that two threads closing at once never both deregister, the
+         * second on a {@code struct ibv_mr} the first freed.
+         */
         @Override
-        public void close() {
+        public synchronized void close() {
             if (closed) {
                 return;
             }
-            closed = true;
             checked("ibv_dereg_mr", device, deregMr, mr);
+            closed = true;
         }
     }
 

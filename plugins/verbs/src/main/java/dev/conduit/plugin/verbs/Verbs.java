@@ -98,7 +98,11 @@ interface Verbs {
 
         int remoteKey();
 
-        /** {@code ibv_dereg_mr}. */
+        /**
+         * {@code ibv_dereg_mr}; thread-safe, and a no-op once it succeeded. One that failed (an
+         * {@link dev.conduit.linux.ErrnoException}) leaves the region registered and open: a later
+         * close tries again.
+         */
         @Override
         void close();
     }
