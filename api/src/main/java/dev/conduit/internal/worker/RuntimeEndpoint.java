@@ -1050,8 +1050,10 @@ final class RuntimeEndpoint implements Endpoint {
      * cause to name, not a missing capability.
      */
     private NotSupportedException unsupported(String op, String capability, RemoteRegion region, NotSupportedException e) {
-        // A region the runtime could not map here refuses every operation of a transport that needs a mapping: say why it is not mapped.
-        String unmapped = region.localSegment() == null ? IpcImports.whyNotMapped(region) : null;
+        // A region the runtime could not map here refuses every operation of a transport that needs a mapping: say why it is not
+        // mapped. A transport that reaches other hosts needs none (verbs maps no region of its own plugin): its reason is the cause.
+        String unmapped = region.localSegment() == null && !worker.reachesRegionsUnmapped(transport)
+                ? IpcImports.whyNotMapped(region) : null;
         NotSupportedException n = new NotSupportedException(unmapped != null
                 ? op + ": the peer region is not mapped in this process, and transport '" + transport + "' of this endpoint reaches it "
                         + "only through a mapping: " + unmapped + " (" + e.getMessage() + ")"

@@ -43,6 +43,7 @@ import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -116,6 +117,8 @@ public final class RuntimeWorker implements Worker {
     private final Map<String, Map<Capability, String>> ruledOutHere;
     private final boolean[] rma;
     private final boolean[] atomics;
+    /** The transports that reach memory of other hosts ({@code CROSS_HOST}): they need no mapping of a peer region here. */
+    private final Set<String> crossHost;
     /** The most preferred transport with WAKEUP, or -1. */
     private final int wakeup;
     /**
@@ -220,14 +223,17 @@ public final class RuntimeWorker implements Worker {
         this.transportNames = new String[n];
         this.rma = new boolean[n];
         this.atomics = new boolean[n];
+        Set<String> reachOtherHosts = new HashSet<>();
         int w = -1;
         for (int i = 0; i < n; i++) {
             PluginRecord r = plugins.get(i);
             transportNames[i] = r.name();
             rma[i] = r.offers(Capability.RMA);
             atomics[i] = r.offers(Capability.ATOMICS);
+            if (r.capabilities().contains(Capability.CROSS_HOST)) reachOtherHosts.add(r.name());
             if (w < 0 && r.offers(Capability.WAKEUP)) w = i;
         }
+        this.crossHost = Set.copyOf(reachOtherHosts);
         this.wakeup = w;
         this.wakeupHandedOff = w >= 0 && !(this.transports[w] instanceof ConfinedTransport)
                 && (plugins.get(w).threadModes().contains(ThreadMode.SERIALIZED) || plugins.get(w).threadModes().contains(ThreadMode.MULTI));
@@ -801,6 +807,11 @@ public final class RuntimeWorker implements Worker {
     /** Why the probe of {@code transport}'s plugin ruled {@code capability} out here; null when it did not. */
     String whyNotHere(String transport, Capability capability) {
         return ruledOutHere.getOrDefault(transport, Map.of()).get(capability);
+    }
+
+    /** Whether {@code transport} reaches a peer's region without a mapping of it in this process: it reaches other hosts. */
+    boolean reachesRegionsUnmapped(String transport) {
+        return crossHost.contains(transport);
     }
 
     private String connectFailure(WorkerAddress peer, AddressFormat.Decoded decoded, List<String> reasons) {

@@ -525,6 +525,26 @@ class EndpointRmaTest {
     }
 
     /**
+     * A transport that reaches other hosts maps no region here, and needs none: its refusal of an
+     * operation on a region of such a plugin (verbs: atomics on a device without them) is its own
+     * reason. Until 2026-12-07 it was said as "the peer region is not mapped in this process, and
+     * transport 'verbs' of this endpoint reaches it only through a mapping", which only a transport
+     * of shared memory does.
+     */
+    @Test
+    void aRefusalOfATransportThatReachesOtherHostsIsItsReasonNotAMissingMapping() {
+        InProcessMemoryPlugin memory = new InProcessMemoryPlugin();
+        memory.crossHost = true;
+        open(new LoopbackPlugin("lo", 8, false).capabilities(Capability.RMA, Capability.ATOMICS, Capability.CROSS_HOST), memory);
+        transport.refusesRegions = "the device does no atomics";
+        PeerRegion region = endpoint.peerRegion(handle);
+
+        assertThatThrownBy(() -> endpoint.fetchAdd(region, 0, 1)).isInstanceOf(NotSupportedException.class)
+                .hasMessage("fetchAdd: transport 'lo' of this endpoint declares capability ATOMICS but refused fetchAdd on this peer "
+                        + "region (exported by plugin 'inproc'): the device does no atomics");
+    }
+
+    /**
      * A transport that declares RMA and ATOMICS may still refuse an operation on a region (verbs
      * refuses a region of another plugin than verbs, which the runtime maps here all the same, and
      * atomics on a device without them). The refusal used to be said as "transport 'lo' of this
