@@ -244,6 +244,71 @@ class ConduitCloseTest {
     }
 
     /**
+     * A worker whose transport's signal throws a checked exception it does not declare (a plugin in
+     * Kotlin whose wake writes to a pipe) does not end the asking of the other workers. It used to:
+     * the loop that asks each worker caught RuntimeException and Error only, so the workers after
+     * it were never asked, and one busy on another thread was closed without asking, which a
+     * SERIALIZED worker in use refuses: it stayed open for good, its transport with it, and the
+     * IOException came out of {@code Conduit.close()} itself instead of its collected failure.
+     */
+    @Test
+    void aWorkerWhoseSignalThrowsACheckedExceptionDoesNotKeepTheConduitsCloseFromAskingTheNext() throws Exception {
+        java.io.IOException brokenPipe = new java.io.IOException("Broken pipe");
+        CountDownLatch inside = new CountDownLatch(1);
+        CountDownLatch leave = new CountDownLatch(1);
+        RecordingTransport failingWake = new RecordingTransport() {
+            @Override
+            public void signal() {
+                throw PluginThrowingCheckedTest.sneaky(brokenPipe);
+            }
+        };
+        AtomicInteger busySignals = new AtomicInteger();
+        RecordingTransport busy = new RecordingTransport() {
+            @Override
+            public void signal() {
+                busySignals.incrementAndGet();
+            }
+        }.onProgress(() -> {
+            inside.countDown();
+            try {
+                leave.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        AtomicInteger opened = new AtomicInteger();
+        Conduit conduit = isolated().addPlugin(TestPlugin.named("a").capabilities(Capability.AM, Capability.WAKEUP)
+                .transports(c -> opened.incrementAndGet() == 1 ? failingWake : busy)).build();
+        conduit.newWorker(ThreadMode.SERIALIZED); // the oldest, asked first
+        Worker busyWorker = conduit.newWorker(ThreadMode.SERIALIZED);
+        Thread user = Thread.ofPlatform().start(busyWorker::progress);
+        inside.await();
+        AtomicReference<Throwable> closeFailed = new AtomicReference<>();
+        Thread closer = Thread.ofPlatform().start(() -> {
+            try {
+                conduit.close();
+            } catch (Throwable t) {
+                closeFailed.set(t);
+            }
+        });
+        try {
+            HangGuard.until(() -> !closer.isAlive() || LockSupport.getBlocker(closer) == busyWorker,
+                    "the close, waiting for the busy worker's call or done");
+        } finally {
+            leave.countDown();
+        }
+        HangGuard.join(user, "the busy worker's call");
+        HangGuard.join(closer, "the Conduit's close");
+
+        assertThat(busySignals.get()).as("signals of the busy worker, asked to close").isPositive();
+        assertThat(busy.closes()).as("closes of the busy worker's transport").isEqualTo(1);
+        assertThat(failingWake.closes()).as("closes of the failing wake's transport").isEqualTo(1);
+        assertThat(closeFailed.get()).isInstanceOf(ConduitException.class).hasMessageContaining("closing Conduit failed");
+        assertThat(closeFailed.get().getSuppressed()).containsExactly(brokenPipe);
+        assertThatThrownBy(busyWorker::progress).isInstanceOf(IllegalStateException.class).hasMessageContaining("its Conduit was closed");
+    }
+
+    /**
      * {@code signal()} may be called from any thread at any time, also while the worker closes:
      * the close waits for a signal under way before its transports go, so that a wake never
      * reaches memory or a descriptor the close released (a descriptor number may be reused at

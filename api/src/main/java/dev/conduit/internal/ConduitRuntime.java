@@ -229,8 +229,9 @@ public final class ConduitRuntime implements Conduit {
         if (k != null) k.close();
         // Every worker another thread may be using is asked first, so that their users close them
         // all at once and the waits for them overlap (RuntimeWorker#requestCloseFromConduit).
-        // Errors too (a mapped-memory fault in a worker's close is an InternalError): one must not end the loop that waits for
-        // the other workers, and the IPC cache is closed only after them.
+        // Errors too (a mapped-memory fault in a worker's close is an InternalError), and a checked
+        // exception a plugin's signal threw undeclared: one must not end the loop that asks or waits
+        // for the other workers, and the IPC cache is closed only after them.
         List<Throwable> workerFailures = new ArrayList<>();
         List<RuntimeWorker> workers = new ArrayList<>();
         RuntimeException failure = null;
@@ -241,8 +242,8 @@ public final class ConduitRuntime implements Conduit {
                 for (RuntimeWorker worker : workers) {
                     try {
                         worker.requestCloseFromConduit();
-                    } catch (RuntimeException | Error e) {
-                        workerFailures.add(e); // the worker is still closed below
+                    } catch (Throwable e) { // a checked one too, which a plugin's signal may throw undeclared
+                        workerFailures.add(e); // the worker is still closed below; the JVM's own error is thrown at the end
                     }
                 }
             } finally {
