@@ -967,13 +967,17 @@ public final class ShmTransport implements Transport {
             handled = queue.poll(onRecord, recordsBeforeClock);
         } catch (InternalError e) {
             throw new ConduitException(MappedMemoryFaults.describe(e, plugin, "this worker's receive queue or a sender's bounce ring"), e);
-        } catch (ReceiveQueue.RecordNotReady | ReceiveQueue.CorruptQueueException e) {
-            // A large message waits for a shortage of descriptors to pass, or a peer wrote what no sender writes and the
-            // queue went past it: this worker is not hung, so it beats (senders waiting on its full queue keep their
-            // messages queued), watches its peers and finishes its endpoints' closes.
-            queue.beat(++progressCount);
-            checkPeersIfDue();
-            throw e instanceof ReceiveQueue.RecordNotReady notReady ? notReady.reason() : e;
+        } catch (RuntimeException e) {
+            // A large message waits for a shortage of descriptors to pass, a peer wrote what no sender writes and the queue
+            // went past it, or a record broke the protocol and its connection was refused (or a kept payload's ring
+            // faulted): this worker is not hung, so it beats (senders waiting on its full queue keep their messages
+            // queued), watches its peers and finishes its endpoints' closes. Until 2026-12-07 a broken record's throw did
+            // none of it (ShmTransportTest#aProgressThatThrowsForABrokenRecordStillBeats). Neither step's failure (a close
+            // from another thread unmapped the queue meanwhile) takes the place of what the caller is told.
+            RuntimeException thrown = e instanceof ReceiveQueue.RecordNotReady notReady ? notReady.reason() : e;
+            Cleanup.run(thrown, () -> queue.beat(++progressCount));
+            Cleanup.run(thrown, this::checkPeersIfDue);
+            throw thrown;
         }
         queue.beat(++progressCount);
         if (!holding.isEmpty()) postHeld();

@@ -3917,6 +3917,38 @@ class ShmTransportTest {
     }
 
     /**
+     * A progress() that throws for a broken record (its connection refused) still beats, as one that
+     * throws for a corrupt queue or a large message waiting for descriptors does: the worker is not
+     * hung. It used to beat only after the poll returned, so a worker whose every progress() met
+     * such a record (an application that catches and calls again) never beat, and every sender
+     * waiting on its full queue judged it hung after heartbeat.timeout and failed its endpoint;
+     * nor did it check its peers' liveness in that call.
+     */
+    @Test
+    void aProgressThatThrowsForABrokenRecordStillBeats() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        TransportEndpoint ep = connect(sender, receiver, e -> { });
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        long[] heartbeat = new long[1];
+        writeIntoTheQueue(queue -> {
+            heartbeat[0] = queue.get(ValueLayout.JAVA_LONG, 512); // ReceiveQueue offset 512: the receiver's heartbeat
+            long record = takeALineAtTheTail(queue, queue.get(ValueLayout.JAVA_LONG, 4096 + 8));
+            queue.set(ValueLayout.JAVA_INT, record + 24, 40);
+            queue.set(ValueLayout.JAVA_INT, record + 24 + 4, 6); // PAD, to the end of the line
+            queue.set(ValueLayout.JAVA_INT, record + 4, 1); // MSG
+            queue.set(ValueLayout.JAVA_INT, record, 24); // committed: shorter than a record header
+        });
+
+        assertThat(catchThrowable(receiver::progress)).hasMessageContaining("less than the 48-byte record header");
+
+        writeIntoTheQueue(queue -> assertThat(queue.get(ValueLayout.JAVA_LONG, 512)).as("the heartbeat after the call that threw")
+                .isGreaterThan(heartbeat[0]));
+    }
+
+    /**
      * A sender sends messages 1, 2, … of the {@code sizes} given, and the receiver (a 64 KiB queue)
      * delivers them; then {@code write} writes a record of the sender's connection into the queue,
      * as a process that maps it could (the connection id is the CONNECT's, at ring offset 0, read
