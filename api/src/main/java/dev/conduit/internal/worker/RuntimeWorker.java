@@ -934,6 +934,8 @@ public final class RuntimeWorker implements Worker {
      * whose handler threw), close what handlers closed, call error handlers. A transport that
      * throws keeps neither the others from progressing nor the round from completing: its
      * exception (the first one, with later ones suppressed) is thrown at the end of the round.
+     * Until 2026-12-07 a checked exception a plugin threw undeclared left the round at once
+     * (EndpointMessagingTest#aTransportThatThrowsACheckedExceptionKeepsNeitherTheOthersFromProgressingNorFailuresFromBeingReported).
      */
     private int progressOnce(MessageDispatch.Delivery d, int skip) {
         int events = 0;
@@ -951,7 +953,7 @@ public final class RuntimeWorker implements Worker {
                 if (i == skip) continue;
                 try {
                     events += transports[i].progress();
-                } catch (RuntimeException e) {
+                } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): the round still ends
                     failure = withSuppressed(failure, RuntimeEndpoint.thrownBy(transportNames[i], "progress", e));
                 } catch (InternalError e) {
                     failure = withSuppressed(failure, mappedMemoryFault(e, transportNames[i]));
@@ -974,7 +976,7 @@ public final class RuntimeWorker implements Worker {
         d.inTransport++;
         try {
             events = sole.progress();
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): the round still ends
             failure = RuntimeEndpoint.thrownBy(transportNames[0], "progress", e);
         } catch (InternalError e) {
             failure = mappedMemoryFault(e, transportNames[0]);

@@ -1458,6 +1458,58 @@ class EndpointMessagingTest {
                 .satisfies(cause -> assertThat(cause).hasMessageContaining("died"));
     }
 
+    /**
+     * A transport whose progress throws a checked exception it does not declare (a plugin in
+     * Kotlin) keeps neither the others from progressing nor the round from ending: the liveness
+     * checks and the error handlers still run, and the exception is named as the plugin's fault.
+     * The worker caught only RuntimeException there, so the IOException left the round at once: a
+     * worker whose every progress() met it never progressed its other transports, checked its
+     * peers or reported their failures, and the application got the plugin's bare exception.
+     */
+    @Test
+    void aTransportThatThrowsACheckedExceptionKeepsNeitherTheOthersFromProgressingNorFailuresFromBeingReported() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false);
+        Conduit conduit = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"), a, b);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker victim = conduit.newWorker(ThreadMode.SINGLE);
+        List<Long> seen = recordFirstLongs(receiver);
+        a.refuseConnect = "only lo-b in this test";
+        Endpoint ep = sender.connect(receiver.address());
+        List<PeerFailedException> reported = new ArrayList<>();
+        receiver.connect(victim.address(), (endpoint, cause) -> reported.add(cause));
+        ep.send(1, longs(7));
+        b.transports.get(2).kill(); // the victim's
+        java.io.IOException brokenPipe = new java.io.IOException("Broken pipe");
+        a.transports.get(0).progressChecked = brokenPipe; // the receiver's, progressed before its lo-b
+
+        assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo-a' failed in progress(): java.io.IOException: Broken pipe").hasCause(brokenPipe);
+        assertThat(seen).as("lo-b still progressed").containsExactly(7L);
+        assertThat(reported).as("the error handler still ran").singleElement()
+                .satisfies(cause -> assertThat(cause).hasMessageContaining("died"));
+    }
+
+    /**
+     * The same for a worker of one transport, whose rounds take a path of their own: the checked
+     * exception is named as the plugin's fault, and the worker goes on once the plugin does. The
+     * plugin's bare IOException used to reach the application.
+     */
+    @Test
+    void aSoleTransportsCheckedExceptionFromProgressIsNamedAsThePluginsFault() {
+        Pair p = pair(1);
+        java.io.IOException brokenPipe = new java.io.IOException("Broken pipe");
+        p.receiverTransport().progressChecked = brokenPipe;
+        assertThatThrownBy(p.receiver()::progress).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo' failed in progress(): java.io.IOException: Broken pipe").hasCause(brokenPipe);
+        p.receiverTransport().progressChecked = null;
+        List<Long> seen = recordFirstLongs(p.receiver());
+        p.endpoint().send(1, longs(2));
+        p.receiver().progress();
+        assertThat(seen).as("the worker goes on once the plugin does").containsExactly(2L);
+    }
+
     /** A handler that throws ends the round after its transport: the next transport's messages wait for the next progress. */
     @Test
     void aHandlerThatThrowsEndsTheRoundAfterItsTransport() {

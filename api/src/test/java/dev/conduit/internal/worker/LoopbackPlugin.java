@@ -224,6 +224,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile boolean closed;
         /** Thrown by progress() while set: a transport that cannot go on. */
         volatile RuntimeException progressFault;
+        /** Thrown by progress() while set, undeclared, as a plugin in Kotlin may throw a checked exception. */
+        volatile Exception progressChecked;
         private final ReentrantLock lock = new ReentrantLock();
         private final Condition work = lock.newCondition();
         volatile boolean waiting;
@@ -364,6 +366,7 @@ final class LoopbackPlugin implements ConduitPlugin {
             try {
                 duringProgress.run();
                 if (progressFault != null) throw progressFault;
+                if (progressChecked != null) throw LoopbackTransport.<RuntimeException>sneaky(progressChecked);
                 int events = 0;
                 for (int i = 0; i < 64; i++) {
                     Msg m = queue.poll();
