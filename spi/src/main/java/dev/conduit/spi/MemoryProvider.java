@@ -37,7 +37,9 @@ public interface MemoryProvider extends AutoCloseable {
     /**
      * Makes {@code chunk} mappable by other processes and returns the plugin's part of the IPC
      * handle (1 to {@value #MAX_EXPORT_LENGTH} bytes: the runtime refuses an empty one), e.g. a relative file name or a socket name and a capability token.
-     * The runtime calls it at most once per chunk and reuses the result until the chunk is freed.
+     * The runtime calls it once per chunk and reuses the result until the chunk is freed; after a
+     * {@link #free} refused for a busy chunk, which revokes the export, it calls it again at the
+     * chunk's next export (until 2026-12-07 it reused the revoked result).
      * Optional ({@link Capability#IPC}).
      */
     default byte[] export(Chunk chunk) {
@@ -50,7 +52,8 @@ public interface MemoryProvider extends AutoCloseable {
      *
      * @throws IllegalStateException when the chunk's memory is in use here and cannot be unmapped yet
      *         (another thread inside a native call holding it: the JDK's {@code Arena.close} refuses):
-     *         the chunk stays allocated and the provider's, and the runtime frees it again at its
+     *         the chunk stays allocated and the provider's, its export revoked all the same (the
+     *         runtime exports it anew when asked), and the runtime frees it again at its
      *         region's next close. Any other exception means the chunk is no more the provider's to
      *         free (freed in part, or its memory kept for good, as verbs keeps memory a device may
      *         still write): the runtime does not try again

@@ -9,7 +9,7 @@ final class PooledChunk {
 
     final Chunk chunk;
     final MemorySegment segment;
-    /** Set once, under the pool's provider lock; read without it. */
+    /** Set under the pool's provider lock, and cleared there by a free the provider refused (which revokes it); read without it. */
     volatile ChunkExport export;
 
     /** {@code segment} is the chunk's, asked once as the pool took the chunk ({@code RuntimePool.newChunk}). */

@@ -258,7 +258,11 @@ public final class RuntimePool implements Pool {
      * in use ({@link IllegalStateException}: memfd, posix and devdax, while another thread is in a
      * native call on its memory; the chunk stays allocated, to be freed again later): the pool then
      * keeps the chunk, and counts it, for the region's next close to try again, as every close of
-     * the pool tries again a provider's close it refused. Any other failure leaves the chunk no more
+     * the pool tries again a provider's close it refused. Such a refusal revokes the chunk's export
+     * (memfd's and devdax's do), so the pool forgets it, and the region's next export asks the
+     * provider for a new one: until 2026-12-07 it handed out the revoked one again, which no importer
+     * could map (RuntimePoolTest#aRegionWhoseOwnChunkTheProviderRefusedToFreeExportsItAnewAndTheNewHandleImports).
+     * Any other failure leaves the chunk no more
      * the provider's to free ({@link dev.conduit.spi.MemoryProvider#free}): it is not tried again,
      * and stays counted until the pool closes, as its memory may be kept.
      */
@@ -269,6 +273,7 @@ public final class RuntimePool implements Pool {
             try {
                 provider.free(chunk.chunk);
             } catch (IllegalStateException inUse) {
+                chunk.export = null; // revoked by the refusal all the same (memfd, devdax): the region's next export asks anew
                 throw inUse;
             } catch (RuntimeException | Error e) {
                 dedicated.remove(chunk);

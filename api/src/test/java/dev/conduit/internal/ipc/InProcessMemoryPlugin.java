@@ -41,7 +41,11 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger failingUnmaps = new AtomicInteger();
     /** When set, the next unmap throws it instead of unmapping (an Error: a fault in the plugin's own code). */
     public final java.util.concurrent.atomic.AtomicReference<Error> unmapError = new java.util.concurrent.atomic.AtomicReference<>();
-    /** How many of the next frees are refused (the chunk stays the provider's), as a chunk still in use is: IllegalStateException. */
+    /**
+     * How many of the next frees are refused (the chunk stays the provider's), as a chunk still in use
+     * is: IllegalStateException. The refusal revokes the chunk's export, as memfd's and devdax's do; a
+     * later export publishes it under a new token.
+     */
     public final AtomicInteger failingFrees = new AtomicInteger();
     /** How many of the next frees fail giving the chunk up (no longer the provider's, its memory kept), as verbs' does when its deregistration fails. */
     public final AtomicInteger abandoningFrees = new AtomicInteger();
@@ -197,10 +201,11 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
         @Override
         public void free(Chunk chunk) {
+            InProcessChunk c = (InProcessChunk) chunk;
             if (failingFrees.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                exported.remove(c.token()[0]);
                 throw new IllegalStateException("free failed on purpose: chunk still in use");
             }
-            InProcessChunk c = (InProcessChunk) chunk;
             if (abandoningFrees.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                 live.remove(c);
                 exported.remove(c.token()[0]);

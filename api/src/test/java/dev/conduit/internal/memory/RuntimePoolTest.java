@@ -112,6 +112,29 @@ class RuntimePoolTest {
     }
 
     /**
+     * A free the provider refuses for a busy chunk revokes the chunk's export (memfd's and devdax's
+     * do), and the region, open again, exports it anew: the pool used to keep the export it made
+     * before and hand it out again, a handle whose payload no importer could map any more ("export
+     * ... is gone: its producer freed the chunk") while the region lived on.
+     */
+    @Test
+    void aRegionWhoseOwnChunkTheProviderRefusedToFreeExportsItAnewAndTheNewHandleImports() {
+        pool();
+        Region own = pool.allocate(2 * CHUNK);
+        byte[] revoked = own.exportHandle();
+        plugin.failingFrees.set(1);
+        assertThatThrownBy(own::close).isInstanceOf(IllegalStateException.class).hasMessageContaining("free failed on purpose");
+
+        byte[] handle = own.exportHandle();
+
+        assertThat(handle).as("the handle exported after the refused free").isNotEqualTo(revoked);
+        assertThatThrownBy(() -> conduit.importRegion(revoked)).as("the revoked export").hasMessageContaining("is gone");
+        try (var imported = conduit.importRegion(handle)) {
+            assertThat(imported.size()).isEqualTo(2 * CHUNK);
+        }
+    }
+
+    /**
      * A free that fails otherwise leaves the chunk no more the provider's (verbs, whose
      * deregistration failed, keeps the memory for good): the region is closed, and its next close
      * does nothing, where a retry would ask the provider to free a chunk it no longer has.
