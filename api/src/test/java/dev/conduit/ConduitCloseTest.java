@@ -792,6 +792,31 @@ class ConduitCloseTest {
     }
 
     /**
+     * A checked exception one transport's close throws undeclared (a plugin in Kotlin whose close
+     * closes a channel: IOException) leaves no other open either. It used to leave the close at
+     * once, bare: the worker's transports after it stayed open for good, and the worker stayed
+     * tracked by its Conduit, whose close met the worker closed and closed nothing more of it.
+     */
+    @Test
+    void aCheckedExceptionFromClosingATransportIsCollectedAndEverythingElseIsStillClosed() {
+        List<String> closed = Collections.synchronizedList(new ArrayList<>());
+        java.io.IOException closeFailed = new java.io.IOException("Input/output error");
+        TestPlugin failing = TestPlugin.named("failing").priority(1).transports(c -> new RecordingTransport().onClose(() -> {
+            closed.add("failing");
+            throw PluginThrowingCheckedTest.sneaky(closeFailed);
+        }));
+        Conduit conduit = isolated().addPlugin(plugin("good", closed, false).priority(2)).addPlugin(failing).build();
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+
+        ConduitException byWorker = catchThrowableOfType(ConduitException.class, worker::close);
+        assertThat(byWorker).isNotNull().hasMessageContaining("closing the worker's transports failed");
+        assertThat(byWorker.getSuppressed()).containsExactly(closeFailed);
+        assertThat(closed).containsExactly("failing", "good#1");
+        conduit.close();
+        assertThat(closed).as("nothing closed twice").containsExactly("failing", "good#1");
+    }
+
+    /**
      * The JVM's own errors are not collected into the close's ConduitException, where a caller
      * that catches it would swallow an OutOfMemoryError: the rest is still closed, then the error
      * is thrown as it is, the other failures suppressed in it.
