@@ -11,6 +11,12 @@ final class PooledChunk {
     final MemorySegment segment;
     /** Set under the pool's provider lock, and cleared there by a free the provider refused (which revokes it); read without it. */
     volatile ChunkExport export;
+    /**
+     * The provider's last refusal to free the chunk (busy), under the pool's provider lock: a
+     * provider may refuse to export such a chunk again (devdax), which is that refusal's outcome,
+     * not a fault of the plugin's.
+     */
+    volatile IllegalStateException freeRefused;
 
     /** {@code segment} is the chunk's, asked once as the pool took the chunk ({@code RuntimePool.newChunk}). */
     PooledChunk(Chunk chunk, MemorySegment segment) {

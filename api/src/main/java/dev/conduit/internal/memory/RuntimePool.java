@@ -274,6 +274,7 @@ public final class RuntimePool implements Pool {
                 provider.free(chunk.chunk);
             } catch (IllegalStateException inUse) {
                 chunk.export = null; // revoked by the refusal all the same (memfd, devdax): the region's next export asks anew
+                chunk.freeRefused = inUse;
                 throw inUse;
             } catch (RuntimeException | Error e) {
                 dedicated.remove(chunk);
@@ -312,6 +313,14 @@ public final class RuntimePool implements Pool {
                                 + "each plugin's capabilities)");
                         named.initCause(e);
                         throw named;
+                    } catch (IllegalStateException e) {
+                        IllegalStateException refused = chunk.freeRefused;
+                        if (refused == null) throw PluginRecord.failed(plugin, "its memory provider's export()", e);
+                        // devdax exports no chunk whose free it refused: its table entry, which importers check, is cleared.
+                        throw new IllegalStateException("cannot export this region: plugin '" + plugin + "' refused to free its chunk "
+                                + "at the region's close (" + refused.getMessage() + "), which revoked the chunk's export, and it "
+                                + "exports the chunk no more: " + e.getMessage() + ". Close the region again once no thread is in "
+                                + "a native call on its memory, and share a region allocated afresh", e);
                     } catch (RuntimeException e) {
                         throw PluginRecord.failed(plugin, "its memory provider's export()", e);
                     }

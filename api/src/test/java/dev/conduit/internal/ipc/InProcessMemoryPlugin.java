@@ -47,6 +47,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
      * later export publishes it under a new token.
      */
     public final AtomicInteger failingFrees = new AtomicInteger();
+    /** When set, a chunk whose free was refused is not exported again, as devdax refuses it (IllegalStateException). */
+    public volatile boolean refusesExportAfterRefusedFree;
     /** How many of the next frees fail giving the chunk up (no longer the provider's, its memory kept), as verbs' does when its deregistration fails. */
     public final AtomicInteger abandoningFrees = new AtomicInteger();
     /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
@@ -172,6 +174,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
     private final class Provider implements MemoryProvider {
         private final Set<InProcessChunk> live = ConcurrentHashMap.newKeySet();
+        /** Chunks whose free was refused ({@link #failingFrees}). */
+        private final Set<InProcessChunk> refusedFrees = ConcurrentHashMap.newKeySet();
 
         @Override
         public long pageSize() {
@@ -193,6 +197,9 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
         @Override
         public byte[] export(Chunk chunk) {
             InProcessChunk c = (InProcessChunk) chunk;
+            if (refusesExportAfterRefusedFree && refusedFrees.contains(c)) {
+                throw new IllegalStateException("cannot export " + c + ": its free failed, so no importer would accept its export");
+            }
             long token = tokens.incrementAndGet();
             c.token()[0] = token;
             exported.put(token, c.segment().byteSize());
@@ -204,6 +211,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
             InProcessChunk c = (InProcessChunk) chunk;
             if (failingFrees.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                 exported.remove(c.token()[0]);
+                refusedFrees.add(c);
                 throw new IllegalStateException("free failed on purpose: chunk still in use");
             }
             if (abandoningFrees.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {

@@ -135,6 +135,28 @@ class RuntimePoolTest {
     }
 
     /**
+     * A provider may export no chunk whose free it refused (devdax: its table entry, which importers
+     * check, is cleared). The region's next export then says so, naming the refused free and what to
+     * do; it used to say that the plugin failed in its export(), "most likely the plugin's fault".
+     */
+    @Test
+    void aRegionWhoseChunkTheProviderExportsNoMoreAfterARefusedFreeSaysSoNotThatThePluginFailed() {
+        pool();
+        plugin.refusesExportAfterRefusedFree = true;
+        Region own = pool.allocate(2 * CHUNK);
+        own.exportHandle();
+        plugin.failingFrees.set(1);
+        assertThatThrownBy(own::close).isInstanceOf(IllegalStateException.class);
+
+        assertThatThrownBy(own::exportHandle).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("cannot export this region: plugin 'inproc' refused to free its chunk at the region's close "
+                        + "(free failed on purpose: chunk still in use)")
+                .hasMessageContaining("Close the region again once no thread is in a native call on its memory")
+                .hasMessageNotContaining("plugin's fault");
+        own.close();
+    }
+
+    /**
      * A free that fails otherwise leaves the chunk no more the provider's (verbs, whose
      * deregistration failed, keeps the memory for good): the region is closed, and its next close
      * does nothing, where a retry would ask the provider to free a chunk it no longer has.
