@@ -405,7 +405,7 @@ class PerfProtocolFuzzTest {
                 case 2 -> send(PerfProtocol.PING, MemorySegment.NULL, bulk(script));
                 case 3 -> send(PerfProtocol.DATA, MemorySegment.NULL, bulk(script));
                 case 4 -> send(PerfProtocol.LAST, MemorySegment.NULL, bulk(script));
-                case 5 -> send(PerfProtocol.PUT_DONE, MemorySegment.NULL, MemorySegment.ofArray(script.bytes(2)));
+                case 5 -> send(PerfProtocol.PUT_DONE, MemorySegment.NULL, MemorySegment.ofArray(script.bytes(Long.BYTES + 1)));
                 case 6 -> {
                     long offset = Long.remainderUnsigned(script.u64(), SERVER_REGION_SIZE);
                     long length = 1 + Long.remainderUnsigned(script.u64(), SERVER_REGION_SIZE - offset);

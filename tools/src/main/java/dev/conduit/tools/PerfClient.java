@@ -81,6 +81,8 @@ final class PerfClient implements AutoCloseable {
     /** Where a PONG's payload is copied: the client reads what it receives, as the peers it is compared with do. */
     private final MemorySegment received;
     private final MemorySegment oneByte;
+    /** PUT_DONE's payload: the put_bw phase's end value. */
+    private final MemorySegment endValueMessage;
     private final PerfRun.Peer self;
     private final PerfRun.Peer server;
     private Conduit uncached;
@@ -161,6 +163,7 @@ final class PerfClient implements AutoCloseable {
             for (long i = 0; i < buffer.byteSize(); i++) buffer.set(ValueLayout.JAVA_BYTE, i, (byte) i);
             received = arena.allocate(plan.largestSize(), 64);
             oneByte = arena.allocate(1);
+            endValueMessage = arena.allocate(ValueLayout.JAVA_LONG);
 
             worker = conduit.newWorker(mode);
             resources.add(worker);
@@ -863,28 +866,28 @@ final class PerfClient implements AutoCloseable {
     private static final int STREAM_BLOCK = 64;
 
     /**
-     * Streaming puts of {@code size} bytes to offset 0 of the server's region, then flush and
-     * PUT_DONE with the marker the last put carried; the server checks the marker is there and
-     * acknowledges. Elapsed time is from the first put to the ACK. A timed stream is whole blocks of
+     * Streaming puts of {@code size} bytes to offset 0 of the server's region, each ending with the
+     * phase's end value ({@link PerfProtocol#newEndValue}), then flush and PUT_DONE naming it; the
+     * server checks that its region ends with it and acknowledges. Elapsed time is from the first put to the ACK. A timed stream is whole blocks of
      * 64 puts, at least one.
      */
     private void putBw(long size, PerfPlan.Phase p) {
         MemorySegment source = buffer.asSlice(0, size);
-        byte marker = marker();
-        source.set(ValueLayout.JAVA_BYTE, size - 1, marker);
-        oneByte.set(ValueLayout.JAVA_BYTE, 0, marker);
+        long endValue = PerfProtocol.newEndValue();
+        PerfProtocol.writeEndValue(source, endValue);
+        endValueMessage.set(ValueLayout.JAVA_LONG, 0, endValue);
         long n = p.iterations();
         long target = acks + 1;
         long start = System.nanoTime();
         long deadline = start + p.nanos();
         long i = 0;
         // A timed stream ends on a whole block of 64, as am_bw's does, and is never empty: a duration shorter than the
-        // first look at the clock (-d 1ns) would send no put, and PUT_DONE would name a marker that none carried.
+        // first look at the clock (-d 1ns) would send no put, and PUT_DONE would name an end value that none carried.
         while (i < n || p.nanos() > 0 && (i == 0 || (i & 63) != 0 || System.nanoTime() - deadline < 0)) {
             i = putBlock(source, i, i < n ? Math.min(n, (i | 63) + 1) : (i | 63) + 1);
         }
         ep.flush();
-        ep.send(PerfProtocol.PUT_DONE, oneByte);
+        ep.send(PerfProtocol.PUT_DONE, endValueMessage);
         long sent = System.nanoTime();
         long spins = 0;
         while (acks < target) {
@@ -892,7 +895,7 @@ final class PerfClient implements AutoCloseable {
             if ((++spins & stallMask) == 0) checkStall(sent);
         }
         long end = System.nanoTime();
-        if (ackValue != 1) throw new ConduitException(phase + ": the server did not find the last put's marker in its region");
+        if (ackValue != 1) throw new ConduitException(phase + ": the server did not find the end value of the phase's puts in its region");
         doneIterations = i;
         doneNanos = end - start;
     }

@@ -325,10 +325,8 @@ final class PerfServer {
 
     private void onPutDone(Message m) {
         if (state != PerfTest.PUT_BW) return;
-        if (m.payloadSize() < 1) throw PerfProtocol.malformed("PUT_DONE", "no marker byte");
-        byte marker = m.payloadByte(0);
-        byte found = (byte) BYTE.getVolatile(sessionRegion.segment(), size - 1);
-        ack.set(ValueLayout.JAVA_LONG, 0, found == marker ? 1 : 0);
+        if (m.payloadSize() < Long.BYTES) throw PerfProtocol.malformed("PUT_DONE", m.payloadSize() + " bytes, not an end value's 8");
+        ack.set(ValueLayout.JAVA_LONG, 0, PerfProtocol.endsWith(sessionRegion.segment(), size, m.payloadLong(0)) ? 1 : 0);
         client.send(PerfProtocol.ACK, ack);
     }
 
@@ -611,6 +609,9 @@ final class PerfServer {
         byte[] handle = new byte[0];
         if (test == PerfTest.PUT_LAT) {
             sessionRegion.segment().asSlice(0, size).fill((byte) 0);
+        } else if (test == PerfTest.PUT_BW) {
+            // What an earlier phase's puts left there would be the end value found, if this phase's puts landed nothing.
+            PerfProtocol.clearEndValue(sessionRegion.segment(), size);
         } else if (test == PerfTest.IPC_IMPORT) {
             try {
                 ipcRegion = sessionPool.allocate(size, 64);

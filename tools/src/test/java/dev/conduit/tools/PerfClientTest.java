@@ -60,9 +60,9 @@ class PerfClientTest {
     }
 
     /**
-     * An ACK that contradicts the stream it answers (am_bw: fewer messages counted than were sent; put_bw: the last put's marker
-     * not found in the server's region) ends the run naming the phase and what the server found: a stream that did not arrive
-     * whole is not measured as if it had.
+     * An ACK that contradicts the stream it answers (am_bw: fewer messages counted than were sent; put_bw: the puts' end
+     * value not found in the server's region) ends the run naming the phase and what the server found: a stream that did
+     * not arrive whole is not measured as if it had.
      */
     @ParameterizedTest
     @EnumSource(value = PerfTest.class, names = {"AM_BW", "PUT_BW"})
@@ -77,7 +77,7 @@ class PerfClientTest {
                 }
             }).isInstanceOf(ConduitException.class).hasMessage(test == PerfTest.AM_BW
                     ? "am_bw 8: the server counted 0 messages, 4 were sent"
-                    : "put_bw 8: the server did not find the last put's marker in its region");
+                    : "put_bw 8: the server did not find the end value of the phase's puts in its region");
         });
     }
 
@@ -220,7 +220,7 @@ class PerfClientTest {
      * The server's side: WELCOME and READY as conduit perf's server sends them, then {@code malformed} where its answer goes
      * (a PONG a byte longer than its PING, in a run of 8 bytes at most; an ACK of 4 bytes; an ENDED of 4), until {@code stop};
      * its worker closes once {@code quit} is done, and then {@code quitDone} is. Its well-formed ACKs contradict the client: an
-     * am_bw stream's counts no message, a put_bw stream's found no marker.
+     * am_bw stream's counts no message, a put_bw stream's found no end value.
      */
     private static void serve(Conduit conduit, int malformed, CompletableFuture<PerfBootstrap> bootstrap, CompletableFuture<Void> stop,
                               CompletableFuture<Void> quit, CompletableFuture<Void> quitDone) {

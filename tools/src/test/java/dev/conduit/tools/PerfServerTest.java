@@ -3,6 +3,7 @@ package dev.conduit.tools;
 import dev.conduit.Conduit;
 import dev.conduit.ConduitBuilder;
 import dev.conduit.Endpoint;
+import dev.conduit.PeerRegion;
 import dev.conduit.Pool;
 import dev.conduit.Region;
 import dev.conduit.Worker;
@@ -18,7 +19,10 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -387,6 +391,29 @@ class PerfServerTest {
     }
 
     /**
+     * A put_bw phase is acknowledged as whole only when the server's region ends with the whole of the value PUT_DONE names:
+     * a phase whose puts landed nothing, after a phase that landed the same value, and one whose puts landed the value's
+     * last byte but not the rest, are answered 0. The server compared one byte of the region with a marker of 1 to 255,
+     * which a region left as the phase before left it, or holding other bytes, matched once in 255 phases by chance.
+     */
+    @Test
+    void aPutBwIsAcknowledgedOnlyWhenTheRegionEndsWithTheWholeValueItsPutDoneNames() throws Exception {
+        againstAKeepServer("put_bw phases whose puts landed nothing or the wrong bytes", (hostile, serverErr) -> {
+            hostile.hello();
+            // Its first and last bytes alike: the one byte an end check of a single byte compares is then the same.
+            long value = 0x5A0102030405065AL;
+            assertThat(hostile.putBwPhase(64, value, value)).as("the ACK of a phase whose puts landed the value").isEqualTo(1);
+
+            assertThat(hostile.putBwPhase(64, null, value)).as("the ACK of a phase whose puts landed nothing").isZero();
+            assertThat(hostile.putBwPhase(64, value ^ 0xFFL << 8, value)).as("the ACK of a phase whose puts landed the value's "
+                    + "last byte and not the rest").isZero();
+            hostile.bye();
+            hostile.progressUntil(() -> serverErr.toString().contains("ended after 3 phases"), "the end of the session");
+            assertThat(serverErr.toString()).doesNotContain("bug").doesNotContain("failed");
+        });
+    }
+
+    /**
      * A put_lat phase larger than the region the client's HELLO named, into which the server puts its answers, is refused
      * in READY, and the session goes on: the server's first answer failed to fit, and the session ended "on a bug of
      * conduit perf" (found by helper h35). A conduit perf client's region is as large as its largest size.
@@ -406,7 +433,7 @@ class PerfServerTest {
 
     /**
      * A --keep server ends the session of a client that sends a message its protocol does not lay out so (an END without
-     * its sequence number, a PUT_DONE without its marker, a DATA or PING larger than the phase's size, a BEGIN cut short, a
+     * its sequence number, a PUT_DONE without its end value, a DATA or PING larger than the phase's size, a BEGIN cut short, a
      * BYE whose reason's length is negative), saying that the client broke the protocol and which message, and serves the
      * next client. The first three were an IndexOutOfBoundsException in a handler, which the server reported as "a bug of
      * conduit perf (report it with the stack trace below)", and told the client so; a short BEGIN "failed on this server's
@@ -1050,6 +1077,8 @@ class PerfServerTest {
         private long serverAllocated = Long.MIN_VALUE;
         private PeerFailedException failure;
         private int seq;
+        private long acks;
+        private long lastAck;
 
         Session(Conduit conduit, PerfBootstrap bootstrap, Supplier<String> serverOutput) {
             this(conduit, bootstrap, serverOutput, 1L << 20);
@@ -1078,6 +1107,10 @@ class PerfServerTest {
                     endeds++;
                 });
                 worker.onMessage(PerfProtocol.PONG, m -> pongs.add(m.payloadToArray()));
+                worker.onMessage(PerfProtocol.ACK, m -> {
+                    lastAck = m.payloadLong(0);
+                    acks++;
+                });
                 ep = worker.connect(WorkerAddress.fromBytes(bootstrap.address()), (endpoint, cause) -> failure = cause);
                 // HELLO carries a region of ours, as PerfClient's does (the server opens it for put_lat's answers).
                 p = conduit.pool(ep.transport());
@@ -1163,6 +1196,28 @@ class PerfServerTest {
             ep.send(PerfProtocol.PING, MemorySegment.ofArray(payload));
             progressUntil(() -> pongs.size() > before, "PONG for a PING of " + payload.length + " bytes");
             return pongs.getLast();
+        }
+
+        /**
+         * One put_bw phase of {@code size} bytes (8 or more): when {@code landed} is not null, a put of {@code size} bytes
+         * whose last 8 hold it, little-endian, into the server's region, flushed; then PUT_DONE naming
+         * {@code named}. Returns the server's ACK: 1 when it found the value named.
+         */
+        long putBwPhase(long size, Long landed, long named) {
+            int s = begin(PerfTest.PUT_BW, size);
+            if (landed != null) {
+                try (Arena arena = Arena.ofConfined(); PeerRegion server = ep.peerRegion(bootstrap.regions().get(ep.transport()))) {
+                    MemorySegment source = arena.allocate(size);
+                    source.set(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), size - Long.BYTES, landed);
+                    ep.put(source, server, 0);
+                    ep.flush();
+                }
+            }
+            long before = acks;
+            ep.send(PerfProtocol.PUT_DONE, new PerfProtocol.Writer().u64(named).segment());
+            progressUntil(() -> acks > before, "ACK of PUT_DONE");
+            end(s);
+            return lastAck;
         }
 
         /** Ends phase {@code s}; returns what ENDED says the server's thread allocated from READY to END. */
