@@ -26,6 +26,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import org.agrona.IoUtil;
 import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.MessageHandler;
@@ -70,7 +72,8 @@ import org.agrona.concurrent.ringbuffer.RingBufferDescriptor;
  * as {@code conduit perf} and the C ping-pong do (the Aeron measuring side did not until
  * 2026-12-05, and gave up 0-11 ns to the others by it).
  * The other JVM ({@code IpcPeer --echo KIND PATH}) is started with {@link ProcessBuilder}, with the
- * same java, class path and JVM options, and echoes every message. Both sides read every payload
+ * same java, class path and JVM options, and echoes every message; it ends with the measuring JVM,
+ * whose end ends its standard input ({@code Watch.measuringJvm}). Both sides read every payload
  * they receive, as {@code conduit perf} does (its server copies each PING's payload into the PONG,
  * its client copies each PONG's out): a payload nobody reads is never moved to the reader's core,
  * which would make large messages look cheaper than they are.
@@ -106,16 +109,43 @@ public final class IpcPeer {
      * neither spins for good on one that died: a spin loop never returns by itself, and nothing else would end it.
      */
     private static final class Watch {
-        private final ProcessHandle other;
+        private final BooleanSupplier alive;
         private long spins;
 
-        Watch(ProcessHandle other) {
-            this.other = other;
+        private Watch(BooleanSupplier alive) {
+            this.alive = alive;
+        }
+
+        /** The echo JVM, from the measuring JVM: its child, whose pid stays its own until the child is reaped. */
+        static Watch echo(Process peer) {
+            return new Watch(peer::isAlive);
+        }
+
+        /**
+         * The measuring JVM, from its echo: the end of the echo's standard input, a pipe whose writing end only the
+         * measuring JVM holds ({@link #startPeer}), so that it comes with that JVM's end however it ends, and even before
+         * the echo started reading. Until 2026-12-07 the echo watched the pid of its parent, looked up once its start-up
+         * was done (about 0.3 s): a measuring JVM killed sooner had left it a child of init, which lives on, and the echo
+         * spun for good ({@code IpcPeerTest#anEchoJvmWhoseMeasuringJvmIsKilledAsItStartsEnds}).
+         */
+        static Watch measuringJvm() {
+            AtomicBoolean ended = new AtomicBoolean();
+            Thread.ofPlatform().daemon().name("IpcPeer echo: reads standard input to its end, the measuring JVM's").start(() -> {
+                try {
+                    while (System.in.read() >= 0) {
+                        // nothing is sent: the stream ends with the measuring JVM
+                    }
+                } catch (IOException e) {
+                    // a pipe that cannot be read says no more of the measuring JVM than its end does
+                }
+                ended.set(true);
+            });
+            return new Watch(() -> !ended.get());
         }
 
         /** Counts a spin; whether the other JVM is found gone. */
         boolean gone() {
-            return (++spins & ALIVE_CHECK) == 0 && !other.isAlive();
+            return (++spins & ALIVE_CHECK) == 0 && !alive.getAsBoolean();
         }
     }
 
@@ -166,7 +196,7 @@ public final class IpcPeer {
                  Publication pub = aeron.addPublication("aeron:ipc", 1001);
                  Subscription sub = aeron.addSubscription("aeron:ipc", 1002)) {
                 Process peer = startPeer("aeron", dir.toString());
-                Watch echo = new Watch(peer.toHandle());
+                Watch echo = Watch.echo(peer);
                 // Made once: a lambda made per send would capture anew each time, an allocation on the measured path.
                 Runnable echoAlive = () -> {
                     if (echo.gone()) throw echoEnded(peer);
@@ -223,7 +253,7 @@ public final class IpcPeer {
                 OneToOneRingBuffer toPeer = new OneToOneRingBuffer(new UnsafeBuffer(map, 0, RING_BYTES));
                 OneToOneRingBuffer fromPeer = new OneToOneRingBuffer(new UnsafeBuffer(map, RING_BYTES, RING_BYTES));
                 Process peer = startPeer("agrona", dir.toString());
-                Watch echo = new Watch(peer.toHandle());
+                Watch echo = Watch.echo(peer);
                 try {
                     // The echo is copied out of the ring, as conduit perf's client copies each PONG's payload out.
                     UnsafeBuffer received = new UnsafeBuffer(ByteBuffer.allocateDirect(1 << 20));
@@ -269,7 +299,7 @@ public final class IpcPeer {
             MemorySegment toPeer = slots.asSlice(0, LINE_SLOT), fromPeer = slots.asSlice(LINE_SLOT, LINE_SLOT);
             Process peer = startPeer("line", file.toString());
             try {
-                Watch echo = new Watch(peer.toHandle());
+                Watch echo = Watch.echo(peer);
                 measure("java_line", new Link() {
                     private long word;
                     private final Unlink unlinked = new Unlink(file);
@@ -313,7 +343,7 @@ public final class IpcPeer {
             ReceiveQueue fromEcho = ReceiveQueue.format(both.asSlice(queueBytes, queueBytes), QUEUE_TOKEN);
             Process peer = startPeer("queue", file.toString());
             try {
-                Watch echo = new Watch(peer.toHandle());
+                Watch echo = Watch.echo(peer);
                 MemorySegment received = arena.allocate(1 << 20);
                 ReceiveQueue.RecordHandler reader = (memory, offset, type, length) ->
                         MemorySegment.copy(memory, offset + QUEUE_PAYLOAD, received, 0, memory.get(ValueLayout.JAVA_LONG, offset + QUEUE_BODY));
@@ -373,7 +403,7 @@ public final class IpcPeer {
      * the main JVM's end.
      */
     private static void queueEcho(Path file) throws IOException {
-        Watch main = new Watch(ProcessHandle.current().parent().orElseThrow());
+        Watch main = Watch.measuringJvm();
         try (FileChannel fc = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
              Arena arena = Arena.ofShared()) {
             long queueBytes = ReceiveQueue.mappedLength(QUEUE_CAPACITY);
@@ -558,7 +588,8 @@ public final class IpcPeer {
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), IpcPeer.class.getName(), "--echo", kind, path));
-        return new ProcessBuilder(cmd).inheritIO().start();
+        // Its standard input is a pipe this JVM holds open and never writes: its end is this JVM's, for the echo to watch.
+        return new ProcessBuilder(cmd).inheritIO().redirectInput(ProcessBuilder.Redirect.PIPE).start();
     }
 
     /** Offers until the publication takes it, {@code spun} after each refusal (it may end the wait by throwing). */
@@ -580,7 +611,7 @@ public final class IpcPeer {
     }
 
     private static void aeronEcho(String dir) {
-        Watch main = new Watch(ProcessHandle.current().parent().orElseThrow());
+        Watch main = Watch.measuringJvm();
         try (Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(dir));
              Publication pub = aeron.addPublication("aeron:ipc", 1002);
              Subscription sub = aeron.addSubscription("aeron:ipc", 1001)) {
@@ -609,7 +640,7 @@ public final class IpcPeer {
      * does the main JVM's end.
      */
     private static void lineEcho(Path file) throws IOException {
-        Watch main = new Watch(ProcessHandle.current().parent().orElseThrow());
+        Watch main = Watch.measuringJvm();
         try (FileChannel fc = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE);
              Arena arena = Arena.ofShared()) {
             MemorySegment slots = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2 * LINE_SLOT, arena);
@@ -630,7 +661,7 @@ public final class IpcPeer {
     }
 
     private static void agronaEcho(Path file) throws IOException {
-        Watch main = new Watch(ProcessHandle.current().parent().orElseThrow());
+        Watch main = Watch.measuringJvm();
         try (FileChannel fc = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MappedByteBuffer map = fc.map(FileChannel.MapMode.READ_WRITE, 0, 2L * RING_BYTES);
             OneToOneRingBuffer fromMain = new OneToOneRingBuffer(new UnsafeBuffer(map, 0, RING_BYTES));

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -20,6 +21,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 // A hang guard, not a speed check; in a thread of its own, since a test stuck in a spin never sees an interrupt.
 @Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class IpcPeerTest {
+
+    /** How long a hang guard waits for a JVM to end: far past anything a loaded 2-core CI takes; never what a test asserts. */
+    private static final long HANG_GUARD_SECONDS = 60;
 
     /**
      * An echo JVM that dies fails the measuring JVM, naming it and how it ended: over Aeron the measuring JVM waited for
@@ -93,6 +97,42 @@ class IpcPeerTest {
             assertThat(shared).doesNotExist();
         } finally {
             main.destroyForcibly().waitFor();
+            IoUtil.delete(shared.toFile(), true);
+        }
+    }
+
+    /**
+     * An echo JVM whose measuring JVM is killed as the echo starts ends: it watched the pid of its parent, looked up once its
+     * own start-up was done (about 0.3 s), by when a parent killed sooner had left it a child of init, which lives on, and
+     * it spun for good on a ring nobody writes. It now watches its standard input, a pipe that only the measuring JVM
+     * holds open, whose end comes with that JVM's however it ends.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"agrona", "line", "queue"})
+    void anEchoJvmWhoseMeasuringJvmIsKilledAsItStartsEnds(String kind) throws Exception {
+        Process main = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(), "-cp",
+                System.getProperty("java.class.path"), IpcPeer.class.getName(), kind)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        Path shared = Path.of("/dev/shm", "conduit-" + kind + "-" + main.pid());
+        ProcessHandle echo = null;
+        try {
+            List<ProcessHandle> started;
+            while ((started = main.children().toList()).isEmpty()) {
+                assertThat(main.isAlive()).as("the measuring JVM ended before it started its echo").isTrue();
+                Thread.sleep(1);
+            }
+            echo = started.getFirst();
+            main.destroyForcibly().waitFor();
+
+            try {
+                echo.onExit().get(HANG_GUARD_SECONDS, TimeUnit.SECONDS);
+            } catch (TimeoutException e) {
+                throw new AssertionError("hang guard: the echo JVM (pid " + echo.pid() + ") never ended in " + HANG_GUARD_SECONDS
+                        + " s after its measuring JVM was killed", e);
+            }
+        } finally {
+            main.destroyForcibly().waitFor();
+            if (echo != null) echo.destroyForcibly();
             IoUtil.delete(shared.toFile(), true);
         }
     }
