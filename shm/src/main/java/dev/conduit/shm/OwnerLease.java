@@ -401,7 +401,7 @@ public final class OwnerLease implements AutoCloseable {
         PENDING,
         /**
          * Its lease does not open for this process (another user's {@code 0600} lease, a shortage), or is another user's
-         * that opens, which only a reclaim run as root judges ({@link #reclaimDead}): see {@link Owner#why}.
+         * that opens, which only a reclaim run as that user or as root judges ({@link #reclaimDead}): see {@link Owner#why}.
          */
         UNJUDGED
     }
@@ -482,7 +482,7 @@ public final class OwnerLease implements AutoCloseable {
                         // As a reclaim leaves it: shown DEAD, it was a dead owner's file that no reclaim removes.
                         state = State.UNJUDGED;
                         why = "another user's lease, uid " + ownerOf(directory, name) + ", that opens for this one (an owner's is "
-                                + "0600: someone planted it); only a reclaim run as root judges it";
+                                + "0600: someone planted it); only a reclaim run as that user or as root judges it";
                     } else {
                         state = isAlive(libc, directory, name) ? State.LIVE : State.DEAD;
                     }

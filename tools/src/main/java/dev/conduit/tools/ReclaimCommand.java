@@ -274,6 +274,14 @@ final class ReclaimCommand implements Callable<Integer> {
     }
 
     /**
+     * What an unjudged owner is: until 2026-12-07 "their leases do not open for this user", which a lease of another user
+     * that opens, left unjudged by a reclaim not run as root since that day, belied
+     * ({@code SharedFilesCommandTest#aLeaseOfAnotherUserThatOpensIsLeftUnjudgedAndTheReclaimSaysItIsThatUsers}).
+     */
+    private static final String UNJUDGED_BECAUSE = "their leases are another user's (conduit info gives each one's why: it does not "
+            + "open for this user, or it opens and another user owns it)";
+
+    /**
      * Why a reclaim leaves the owners of {@code state}, for what is left; {@code null} for live ones, which need no why.
      * In a user namespace of its own (a rootless container's), root is root only over the users its map holds: another
      * user's lease, the host process's say, opens only from outside.
@@ -283,10 +291,10 @@ final class ReclaimCommand implements Callable<Integer> {
             case LIVE -> null;
             case PENDING -> "being created (a pending lease nobody holds is removed at the next reclaim)";
             case UNJUDGED -> namespace.isNested()
-                    ? "their leases do not open for this user (another user's: run as that user, or as root outside this process's "
-                    + "user namespace, on the host: this namespace's root opens only the files of the users its uid_map holds, and "
-                    + "the lease of a user it does not map shows that user as the overflow uid, kernel.overflowuid)"
-                    : "their leases do not open for this user (another user's: run as that user or root)";
+                    ? UNJUDGED_BECAUSE + ": run the reclaim as that user, or as root outside this process's user namespace, on the "
+                    + "host: this namespace's root opens only the files of the users its uid_map holds, and the lease of a user it "
+                    + "does not map shows that user as the overflow uid, kernel.overflowuid"
+                    : UNJUDGED_BECAUSE + ": run the reclaim as that user or as root";
             case DEAD -> "files that could not be removed (each said with its errno and what to do), or an owner that died or was "
                     + "judged since";
         };

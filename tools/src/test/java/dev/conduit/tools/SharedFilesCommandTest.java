@@ -364,8 +364,37 @@ class SharedFilesCommandTest {
         assertThat(info.exitCode()).as(info.output()).isZero();
         assertThat(info.output()).contains("UNJUDGED  " + DEAD_LEASE + "  EACCES (", "            " + DEAD_CHUNK + "  4096 bytes");
         assertThat(reclaim.exitCode()).as(reclaim.output()).isZero();
-        assertThat(reclaim.output()).contains("left: 1 unjudged owner (1 file, 4096 bytes): their leases do not open for this user "
-                + "(another user's: run as that user or root)");
+        assertThat(reclaim.output().replace("\n    ", " ")).contains("left: 1 unjudged owner (1 file, 4096 bytes): their leases are "
+                + "another user's (conduit info gives each one's why: it does not open for this user, or it opens and another user owns "
+                + "it): run the reclaim as that user or as root");
+        assertThat(names()).contains(DEAD_LEASE, DEAD_CHUNK);
+    }
+
+    /**
+     * A lease of another user that opens (readable: only a planter makes one, since an owner's is 0600) is left unjudged by a
+     * reclaim not run as root, and the reclaim's "left:" line says their leases are another user's and to run it as that
+     * user or as root, as conduit info's why says: it said "their leases do not open for this user", of a lease that did.
+     * Not root here: uid 4321 in a user namespace of its own ({@code unshare --user --map-user}), where the planted files'
+     * owner, uid 54321, whom the namespace does not map, shows as the overflow uid.
+     */
+    @Test
+    void aLeaseOfAnotherUserThatOpensIsLeftUnjudgedAndTheReclaimSaysItIsThatUsers() throws Exception {
+        leaveADeadOwner();
+        for (String name : List.of(DEAD_LEASE, DEAD_CHUNK)) {
+            Files.setAttribute(shared.resolve(name), "unix:uid", 54321); // its mode stays 0644: it opens for every user
+        }
+        List<String> asUid4321 = List.of("unshare", "--user", "--map-user=4321", "--map-group=4321", "--");
+
+        Output info = runConduitThrough(asUid4321, "info", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+        Output reclaim = runConduitThrough(asUid4321, "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+
+        assertThat(info.exitCode()).as(info.output()).isZero();
+        assertThat(info.output().replace("\n    ", " ")).contains("UNJUDGED  " + DEAD_LEASE + "  another user's lease, uid 65534, that "
+                + "opens for this one (an owner's is 0600: someone planted it); only a reclaim run as that user or as root judges it");
+        assertThat(reclaim.exitCode()).as(reclaim.output()).isZero();
+        assertThat(reclaim.output().replace("\n    ", " ")).contains("left: 1 unjudged owner (1 file, 4096 bytes): their leases are "
+                + "another user's (conduit info gives each one's why: it does not open for this user, or it opens and another user owns "
+                + "it): run the reclaim as that user, or as root outside this process's user namespace, on the host");
         assertThat(names()).contains(DEAD_LEASE, DEAD_CHUNK);
     }
 
@@ -382,8 +411,9 @@ class SharedFilesCommandTest {
                 "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
 
         assertThat(reclaim.exitCode()).as(reclaim.output()).isZero();
-        assertThat(reclaim.output().replace("\n    ", " ")).contains("left: 1 unjudged owner (1 file, 4096 bytes): their leases do not open "
-                + "for this user (another user's: run as that user, or as root outside this process's user namespace, on the host");
+        assertThat(reclaim.output().replace("\n    ", " ")).contains("left: 1 unjudged owner (1 file, 4096 bytes): their leases are "
+                + "another user's (conduit info gives each one's why: it does not open for this user, or it opens and another user owns "
+                + "it): run the reclaim as that user, or as root outside this process's user namespace, on the host");
         assertThat(names()).contains(DEAD_LEASE, DEAD_CHUNK);
     }
 
