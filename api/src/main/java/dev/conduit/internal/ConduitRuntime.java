@@ -47,13 +47,19 @@ public final class ConduitRuntime implements Conduit {
     /** Started with the first worker (a Conduit used only for pools and imports has no thread of it), stopped by the close. */
     private Keepalive keepalive;
     private boolean keepaliveStopped;
+    /**
+     * The context class loader of the thread that built this Conduit, which its background threads run with (the
+     * sweep's unmaps are plugin code): theirs, not that of whichever thread first needs one, as the threads serve the
+     * Conduit, which belongs to the application that built it (Periodic).
+     */
+    private final ClassLoader builtWith = Thread.currentThread().getContextClassLoader();
 
     private ConduitRuntime(ConfigResolver config, PluginRegistry registry, Path sharedDirectory) {
         this.config = config;
         this.registry = registry;
         this.sharedDirectory = sharedDirectory;
         this.ipcCache = new IpcCache(config.get(RuntimeKeys.IPC_CACHE_BYTES), config.get(RuntimeKeys.IPC_CACHE_ENTRIES),
-                config.get(RuntimeKeys.IPC_CACHE_IDLE));
+                config.get(RuntimeKeys.IPC_CACHE_IDLE), builtWith);
         this.imports = new IpcImports(registry, this::contextOf, ipcCache);
     }
 
@@ -130,7 +136,7 @@ public final class ConduitRuntime implements Conduit {
     private synchronized void startKeepalive() {
         // None once the close took it: a worker registered just before the close began is closed by it, unmarked.
         if (keepalive != null || keepaliveStopped) return;
-        keepalive = new Keepalive(config.get(RuntimeKeys.KEEPALIVE_INTERVAL), resources);
+        keepalive = new Keepalive(config.get(RuntimeKeys.KEEPALIVE_INTERVAL), resources, builtWith);
     }
 
     /** The keepalive to stop, if one started; none starts after this. */

@@ -17,6 +17,14 @@ import java.util.function.BooleanSupplier;
  * that throws is tried again at the next interval: one failed round must not end the background
  * work for the life of the {@code Conduit}. A JVM suspended past several intervals (a debugger, a
  * stopped container) runs the task once on waking, not once per interval missed.
+ *
+ * <p>The thread inherits nothing of the thread that happens to start it (a request's context must
+ * not pin what it serves), which would give it the system class loader as its context loader; it
+ * runs with the one its owner names instead, that of the thread that built the {@code Conduit}: a
+ * plugin's code the task runs (an unmap) sees through it what it would see on the application's
+ * threads ({@code ServiceLoader.load}, a logging bridge, in a fat jar or an application server).
+ * Until 2026-12-07 it had the system class loader
+ * (IpcCacheIdleTest#theSweepUnmapsWithTheContextClassLoaderOfTheThreadThatBuiltTheConduit).
  */
 public final class Periodic implements AutoCloseable {
 
@@ -35,16 +43,20 @@ public final class Periodic implements AutoCloseable {
      *
      * @param name     the thread's name, also what a failed round's warning names
      * @param log      where a failed round is told
-     * @param interval how often the task runs
-     * @param task     the round; {@code false} ends the thread
+     * @param interval      how often the task runs
+     * @param contextLoader the thread's context class loader: that of the thread that built the {@code Conduit}
+     * @param task          the round; {@code false} ends the thread
      * @throws OutOfMemoryError when no thread can be had
      */
-    public Periodic(String name, System.Logger log, Duration interval, BooleanSupplier task) {
+    public Periodic(String name, System.Logger log, Duration interval, ClassLoader contextLoader, BooleanSupplier task) {
         this.name = name;
         this.log = log;
         this.intervalNanos = interval.toNanos();
         this.task = task;
-        this.thread = Thread.ofPlatform().daemon().name(name).inheritInheritableThreadLocals(false).start(this::run);
+        Thread unstarted = Thread.ofPlatform().daemon().name(name).inheritInheritableThreadLocals(false).unstarted(this::run);
+        unstarted.setContextClassLoader(contextLoader);
+        this.thread = unstarted;
+        unstarted.start();
     }
 
     private void run() {

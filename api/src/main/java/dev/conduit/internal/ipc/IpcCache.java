@@ -146,6 +146,8 @@ public final class IpcCache implements AutoCloseable {
     private final AtomicLong weighing = new AtomicLong();
     /** {@code ipc.cache.idle}: the interval of the sweep of unused entries. */
     private final Duration idle;
+    /** The context class loader the sweep's thread runs with. */
+    private final ClassLoader contextLoader;
     /** The sweep's thread, once an entry became unused; guarded by {@code this} for its start and stop. */
     private Periodic sweeper;
     /** Set when no thread could be had for the sweep: the bound alone limits what stays mapped. */
@@ -280,15 +282,23 @@ public final class IpcCache implements AutoCloseable {
         }
     }
 
+    /** A cache whose sweep runs with the calling thread's context class loader: for tests, which build no {@code Conduit}. */
+    IpcCache(long maximumBytes, long maximumEntries, Duration idle) {
+        this(maximumBytes, maximumEntries, idle, Thread.currentThread().getContextClassLoader());
+    }
+
     /**
      * @param maximumBytes   {@code ipc.cache.bytes}
      * @param maximumEntries {@code ipc.cache.entries}
      * @param idle           {@code ipc.cache.idle}: entries no region used for this long are unmapped
+     * @param contextLoader  the context class loader of the thread that built the {@code Conduit}, which the sweep's
+     *                       unmaps run with ({@link Periodic}), whichever thread's release starts it
      */
-    public IpcCache(long maximumBytes, long maximumEntries, Duration idle) {
+    public IpcCache(long maximumBytes, long maximumEntries, Duration idle, ClassLoader contextLoader) {
         this.maximumBytes = maximumBytes;
         this.maximumEntries = maximumEntries;
         this.idle = idle;
+        this.contextLoader = contextLoader;
         // Caffeine weighs an entry with an int: in bytes, every chunk over 2 GiB would count as 2 GiB, and a bound above that
         // would keep more than it says mapped. So weights are in units of 2^shift bytes, few enough that the bound is under
         // 2^30 of them: a chunk's weight rounds up and the bound down, so what the weights allow never exceeds the bound's
@@ -610,7 +620,7 @@ public final class IpcCache implements AutoCloseable {
         synchronized (this) {
             if (sweeper != null || sweeperRefused || closed) return;
             try {
-                sweeper = new Periodic("conduit-ipc-cache-sweep", LOG, idle, sweep(new WeakReference<>(this)));
+                sweeper = new Periodic("conduit-ipc-cache-sweep", LOG, idle, contextLoader, sweep(new WeakReference<>(this)));
             } catch (OutOfMemoryError e) {
                 sweeperRefused = true;
                 LOG.log(System.Logger.Level.WARNING, "IPC cache: no thread could be started to unmap imports unused for ipc.cache.idle ("

@@ -25,11 +25,13 @@ public final class Keepalive implements AutoCloseable {
     /**
      * Starts the keepalive.
      *
-     * @param interval how often the workers are marked
-     * @param opened   what the {@code Conduit} opened, its workers among it
+     * @param interval      how often the workers are marked
+     * @param opened        what the {@code Conduit} opened, its workers among it
+     * @param contextLoader the context class loader of the thread that built the {@code Conduit} ({@link Periodic})
      */
-    public Keepalive(Duration interval, Resources opened) {
-        this.thread = new Periodic("conduit-keepalive", System.getLogger("dev.conduit.worker"), interval, markWorkers(new WeakReference<>(opened)));
+    public Keepalive(Duration interval, Resources opened, ClassLoader contextLoader) {
+        this.thread = new Periodic("conduit-keepalive", System.getLogger("dev.conduit.worker"), interval, contextLoader,
+                markWorkers(new WeakReference<>(opened)));
     }
 
     /** Marks every open worker; false once what the Conduit opened is gone. No reference to it outlives a round. */

@@ -41,6 +41,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger failingUnmaps = new AtomicInteger();
     /** When set, the next unmap throws it instead of unmapping (an Error: a fault in the plugin's own code). */
     public final java.util.concurrent.atomic.AtomicReference<Error> unmapError = new java.util.concurrent.atomic.AtomicReference<>();
+    /** The context class loader of the thread that made the last unmap, as a plugin's ServiceLoader lookup there would see it. */
+    public final java.util.concurrent.atomic.AtomicReference<ClassLoader> unmapContextLoader = new java.util.concurrent.atomic.AtomicReference<>();
     /**
      * How many of the next frees are refused (the chunk stays the provider's), as a chunk still in use
      * is: IllegalStateException. The refusal revokes the chunk's export, as memfd's and devdax's do; a
@@ -158,6 +160,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
             @Override
             public void close() {
+                unmapContextLoader.set(Thread.currentThread().getContextClassLoader());
                 unmaps.incrementAndGet();
                 Error error = unmapError.getAndSet(null);
                 if (error != null) throw error;

@@ -225,6 +225,37 @@ class IpcCacheIdleTest {
         }
     }
 
+    /**
+     * The sweep's thread unmaps with the context class loader of the thread that built the
+     * Conduit, not that of the thread whose close first left an import unused, nor the system
+     * class loader: a plugin's unmap that looks something up through it ({@code ServiceLoader.load},
+     * a logging bridge) in a fat jar or an application server sees the application's classes, as
+     * its calls on the application's threads do. Until 2026-12-07 the thread inherited nothing and
+     * so had the system class loader.
+     */
+    @Test
+    void theSweepUnmapsWithTheContextClassLoaderOfTheThreadThatBuiltTheConduit() {
+        InProcessMemoryPlugin plugin = new InProcessMemoryPlugin();
+        ClassLoader original = Thread.currentThread().getContextClassLoader();
+        ClassLoader builders = new ClassLoader(original) { };
+        Thread.currentThread().setContextClassLoader(builders);
+        Conduit built;
+        try {
+            built = conduit(plugin, "1g", "10ms");
+        } finally {
+            Thread.currentThread().setContextClassLoader(original);
+        }
+        ClassLoader importers = new ClassLoader(original) { };
+        Thread.currentThread().setContextClassLoader(importers);
+        try (Conduit conduit = built) {
+            conduit.importRegion(conduit.pool("inproc").allocate(CHUNK).exportHandle()).close(); // starts the sweep
+            awaitUnmaps(plugin, 1, "the unused import unmapped by the sweep");
+            assertThat(plugin.unmapContextLoader.get()).as("the context class loader the sweep's unmap ran with").isSameAs(builders);
+        } finally {
+            Thread.currentThread().setContextClassLoader(original);
+        }
+    }
+
     /** Waits until {@code plugin} was asked {@code count} unmaps (a sweep that died never asks). */
     private static void awaitUnmaps(InProcessMemoryPlugin plugin, int count, String what) {
         HangGuard.until(() -> plugin.unmaps.get() >= count, what);
