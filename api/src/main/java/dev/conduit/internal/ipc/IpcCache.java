@@ -7,6 +7,7 @@ import dev.conduit.ImportedRegion;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.internal.CloseFailures;
 import dev.conduit.internal.Periodic;
+import dev.conduit.internal.discovery.PluginRecord;
 import dev.conduit.internal.threading.PlatformHandOff;
 import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.ChunkMapping;
@@ -189,7 +190,7 @@ public final class IpcCache implements AutoCloseable {
         final byte[] pluginBytes;
         final long exportId;
         final ChunkMapping mapping;
-        /** {@link ChunkMapping#segment()}, asked once: a plugin's may make a new view per call. */
+        /** {@link ChunkMapping#segment()}, asked once ({@link IpcCache#map}): a plugin's may make a new view per call. */
         final MemorySegment chunk;
         /** {@link ChunkMapping#mayFault()}, asked once: RMA reads it per operation. */
         final boolean mayFault;
@@ -219,15 +220,15 @@ public final class IpcCache implements AutoCloseable {
          */
         private MemorySegment lastView;
 
-        Entry(Key key, String plugin, long exportId, ChunkMapping mapping, long length, byte[] payload) {
+        Entry(Key key, String plugin, long exportId, ChunkMapping mapping, MemorySegment chunk, boolean mayFault, byte[] payload) {
             this.key = key;
             this.plugin = plugin;
             this.pluginBytes = plugin.getBytes(StandardCharsets.US_ASCII);
             this.exportId = exportId;
             this.mapping = mapping;
-            this.chunk = mapping.segment();
-            this.mayFault = mapping.mayFault();
-            this.length = length;
+            this.chunk = chunk;
+            this.mayFault = mayFault;
+            this.length = chunk.byteSize();
             this.payload = payload;
             this.used = true; // mapped for an import, as a count raised by acquire() marks it
         }
@@ -549,21 +550,46 @@ public final class IpcCache implements AutoCloseable {
         if (mapping == null) {
             throw new ConduitException("plugin '" + handle.plugin() + "' importer returned no mapping for export " + handle.exportId());
         }
+        String asking = "segment()";
         Entry entry;
         try {
-            long length = mapping.segment().byteSize();
+            MemorySegment chunk = mapping.segment();
+            if (chunk == null) {
+                throw new ConduitException("plugin '" + handle.plugin() + "' importer's mapping of export " + handle.exportId()
+                        + " has no segment (null): the importer is broken");
+            }
+            long length = chunk.byteSize();
             if (length != handle.chunkLength()) {
                 throw new ConduitException("plugin '" + handle.plugin() + "' mapped " + length + " bytes for export " + handle.exportId()
                         + ", the handle's chunk has " + handle.chunkLength() + ": the importer is broken");
             }
-            entry = new Entry(key, handle.plugin(), handle.exportId(), mapping, length, handle.payload());
-        } catch (RuntimeException | Error e) {
-            // A mapping whose segment() or mayFault() throws is the plugin's fault, and still this process's to unmap.
+            asking = "mayFault()";
+            entry = new Entry(key, handle.plugin(), handle.exportId(), mapping, chunk, mapping.mayFault(), handle.payload());
+        } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): the mapping is still to unmap
+            RuntimeException failed = mappingFailed(handle.plugin(), asking, e);
+            Cleanup.run(failed, mapping::close);
+            throw failed;
+        } catch (Error e) {
             Cleanup.run(e, mapping::close);
             throw e;
         }
         mappedBytes.addAndGet(entry.length);
         return entry;
+    }
+
+    /**
+     * What an import throws for a mapping whose {@code asking} ({@code segment()}, {@code mayFault()})
+     * threw {@code thrown} as the runtime first asked it: an {@code IllegalStateException} as it
+     * is, the mapping's word that it is closed (an exporter's revocation under the import), as a
+     * transport's is where the runtime calls it; anything else as the plugin's fault
+     * ({@link PluginRecord#failed}, which passes its {@code ConduitException}). Until 2026-12-07
+     * the bare exception reached the application naming no plugin, and a checked one thrown
+     * undeclared left the mapping mapped
+     * (IpcCacheTest#aMappingWhoseSegmentThrowsOrIsNullNamesThePluginAndIsUnmapped).
+     */
+    private static RuntimeException mappingFailed(String plugin, String asking, Exception thrown) {
+        if (thrown instanceof IllegalStateException closed) return closed;
+        return PluginRecord.failed(plugin, "its mapping's " + asking, thrown);
     }
 
     void release(Entry entry) {

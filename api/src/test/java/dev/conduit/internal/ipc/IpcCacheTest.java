@@ -717,6 +717,80 @@ class IpcCacheTest {
     }
 
     /**
+     * A mapping whose {@code segment()} throws anything but an {@code IllegalStateException} (a
+     * plugin's bug), a checked exception thrown undeclared (Kotlin, {@code @SneakyThrows}) included,
+     * or gives {@code null}, fails the import with a {@code ConduitException} naming the plugin and
+     * the call, its cause what was thrown, and the mapping is unmapped, as a chunk's
+     * {@code segment()} out of a pool is; so does one whose {@code mayFault()} throws. Until
+     * 2026-12-07 the bare exception reached the application naming no plugin (a
+     * {@code NullPointerException} for a null segment), and a checked one left the mapping mapped
+     * for good, as the cleanup caught unchecked ones only.
+     */
+    @Test
+    void aMappingWhoseSegmentThrowsOrIsNullNamesThePluginAndIsUnmapped() {
+        RuntimeException bug = new NullPointerException("the plugin's own bug");
+        Exception checked = new java.io.IOException("thrown undeclared");
+        assertNamedAndUnmapped("segment()", bug, null);
+        assertNamedAndUnmapped("segment()", checked, null);
+        assertNamedAndUnmapped("mayFault()", null, bug);
+        assertNamedAndUnmapped("mayFault()", null, checked);
+
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            assertThatThrownBy(() -> cache.open(new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {3}),
+                    h -> mappingOf(mapper.apply(h), null, null, false)))
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessage("plugin 'inproc' importer's mapping of export 3 has no segment (null): the importer is broken");
+            assertThat(mapper.unmaps).as("the mapping without a segment").hasValue(1);
+            assertThat(cache.stats().mappedBytes()).isZero();
+        }
+    }
+
+    /** Opens a handle through a mapping whose {@code segment()} or {@code mayFault()} throws, and checks the failure and the unmap. */
+    private static void assertNamedAndUnmapped(String call, Exception fromSegment, Exception fromMayFault) {
+        Exception thrown = fromSegment != null ? fromSegment : fromMayFault;
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            assertThatThrownBy(() -> cache.open(new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {3}),
+                    h -> mappingOf(mapper.apply(h), fromSegment, fromMayFault, true)))
+                    .as("what %s that threw %s fails the import with", call, thrown)
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("plugin 'inproc' failed in its mapping's " + call + ": " + thrown)
+                    .hasCause(thrown);
+            assertThat(mapper.unmaps).as("the one mapping made, whose %s threw %s", call, thrown).hasValue(1);
+            assertThat(cache.stats().mappedBytes()).isZero();
+            assertThat(cache.stats().entries()).isZero();
+        }
+    }
+
+    /** {@code made}, whose {@code segment()} and {@code mayFault()} throw what they are given, or give a null segment. */
+    private static ChunkMapping mappingOf(ChunkMapping made, Exception fromSegment, Exception fromMayFault, boolean hasSegment) {
+        return new ChunkMapping() {
+            @Override
+            public MemorySegment segment() {
+                if (fromSegment != null) throw IpcCacheTest.<RuntimeException>sneaky(fromSegment);
+                return hasSegment ? made.segment() : null;
+            }
+
+            @Override
+            public boolean mayFault() {
+                if (fromMayFault != null) throw IpcCacheTest.<RuntimeException>sneaky(fromMayFault);
+                return true;
+            }
+
+            @Override
+            public void close() {
+                made.close();
+            }
+        };
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> E sneaky(Throwable thrown) throws E {
+        throw (E) thrown;
+    }
+
+    /**
      * A mapping that keeps its first failure and throws it again from every later call, its close
      * among them (a plugin's "broken" state): the open throws that failure, the mapping unmapped.
      * Until 2026-12-07 the open suppressed the failure into itself, and threw "Self-suppression not
@@ -1207,7 +1281,7 @@ class IpcCacheTest {
             @Override
             public void close() {
             }
-        }, 4096, new byte[0]);
+        }, chunk, true, new byte[0]);
         entry.detached = true;
         assertThat(entry.kill()).as("dead, as the cache's close leaves it").isTrue();
         IpcCache.Lease other = new IpcCache.Lease(cache, entry, chunk);
