@@ -872,6 +872,34 @@ class IpcCacheTest {
     }
 
     /**
+     * An importer whose {@code map} throws a checked exception undeclared (Kotlin,
+     * {@code @SneakyThrows}) fails the import with a {@code ConduitException} naming the plugin and
+     * the call, as an unchecked one does, and the region handed back to be reopened stays closed and
+     * reusable. Until 2026-12-07 the bare exception passed the import's catches of unchecked ones:
+     * it reached the application naming no plugin, and left the region claimed for a reopen for
+     * good, every later reuse of it refused as "being reopened by another thread".
+     */
+    @Test
+    void anImporterThatThrowsACheckedExceptionUndeclaredIsNamedAndLeavesTheRegionHandedBackReusable() {
+        Pool pool = open(1 << 30).pool("inproc");
+        ImportedRegion region = conduit.importRegion(pool.allocate(CHUNK).exportHandle());
+        region.close();
+        byte[] other = pool.allocate(CHUNK).exportHandle();
+        Exception checked = new java.io.IOException("the exporter's socket closed");
+        plugin.whileMapping = () -> {
+            throw IpcCacheTest.<RuntimeException>sneaky(checked);
+        };
+
+        assertThatThrownBy(() -> conduit.importRegion(other, region)).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inproc' failed in its importer's map(): " + checked).hasCause(checked);
+
+        plugin.whileMapping = () -> { };
+        assertThat(region.isOpen()).isFalse();
+        assertThat(conduit.importRegion(other, region)).as("the region reused by the next import").isSameAs(region);
+        region.close();
+    }
+
+    /**
      * ImportedRegion: a region the plugin could map only for reading here (posix through a read-only
      * mount) has a read-only segment, through which a write throws IllegalArgumentException.
      */
