@@ -63,7 +63,8 @@ public interface ImportedRegion extends AutoCloseable {
      * nothing new), not for every access.
      *
      * @throws IllegalStateException when it is closed ({@link #isOpen()} false)
-     * @throws dev.conduit.spi.ConduitException when the lease cannot be looked at (naming the path, errno and remedy)
+     * @throws dev.conduit.spi.ConduitException when the lease cannot be looked at (naming the path, errno and remedy), or
+     *                                          the plugin's look threw anything else or gave no answer (named as its fault)
      */
     ExporterState exporterState();
 

@@ -54,7 +54,8 @@ public interface PeerRegion extends AutoCloseable {
      * @throws IllegalStateException when the application closed it, or its endpoint (or worker)
      *         was closed without a failure
      * @throws dev.conduit.spi.ConduitException when the plugin could look and the look failed
-     *         (naming the path, errno and remedy)
+     *         (naming the path, errno and remedy), or its look threw anything else or gave no answer
+     *         (named as its fault)
      */
     ExporterState exporterState();
 

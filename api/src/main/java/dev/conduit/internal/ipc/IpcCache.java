@@ -939,9 +939,23 @@ public final class IpcCache implements AutoCloseable {
         /**
          * The cached mapping's {@link ChunkMapping#exporterState()}, also after this lease's close (which
          * a mapping answers as before): for a transport's region that its endpoint's failure closed.
+         * Anything but a {@code ConduitException} out of it, an {@code IllegalStateException} too (the
+         * SPI has the mapping answer after its close), and a {@code null}, is named as the plugin's
+         * fault. Until 2026-12-07 the plugin's bare exception reached the application, its
+         * {@code IllegalStateException} reading as the region closed, and a {@code null} was handed
+         * on as the answer
+         * (IpcCacheTest#aMappingWhoseExporterStateThrowsOrIsNullIsNamedAsThePluginsFault).
          */
         public ExporterState exporterStateEvenIfClosed() {
-            return entry.mapping.exporterState();
+            String operation = "its mapping's exporterState()";
+            ExporterState state;
+            try {
+                state = entry.mapping.exporterState();
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
+                throw PluginRecord.failed(entry.plugin, operation, e);
+            }
+            if (state == null) throw PluginRecord.returnedNull(entry.plugin, operation, "an ExporterState", "MemoryProviderContract");
+            return state;
         }
 
         /** Releases the count, once. */

@@ -130,6 +130,57 @@ class IpcCacheTest {
                 .hasMessageContaining("its Conduit closed");
     }
 
+    /**
+     * A mapping whose {@code exporterState()} throws (but for a {@code ConduitException}, which
+     * passes as it is) or returns {@code null} is the plugin's fault, which the region's
+     * {@code exporterState()} names: its javadoc promises one of three states, or a
+     * {@code ConduitException} naming the cause, or an {@code IllegalStateException} for a closed
+     * region. Until 2026-12-07 the plugin's {@code NullPointerException} reached the application
+     * bare, its {@code IllegalStateException} read as the region closed, and a {@code null} was
+     * handed on as the answer, for the application's {@code switch} to fail on.
+     */
+    @Test
+    void aMappingWhoseExporterStateThrowsOrIsNullIsNamedAsThePluginsFault() {
+        RuntimeException bug = new NullPointerException("the plugin's own bug");
+        RuntimeException closedInItsView = new IllegalStateException("already closed");
+        ConduitException looked = new ConduitException("the lease could not be read (EACCES): grant read access");
+        RuntimeException[] thrown = new RuntimeException[1];
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            IpcCache.Lease region = cache.open(new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {3}), h -> {
+                ChunkMapping made = mapper.apply(h);
+                return new ChunkMapping() {
+                    @Override
+                    public MemorySegment segment() {
+                        return made.segment();
+                    }
+
+                    @Override
+                    public dev.conduit.spi.ExporterState exporterState() {
+                        if (thrown[0] != null) throw thrown[0];
+                        return null;
+                    }
+
+                    @Override
+                    public void close() {
+                        made.close();
+                    }
+                };
+            });
+            assertThatThrownBy(region::exporterState).isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("plugin 'inproc' returned null from its mapping's exporterState()");
+            for (RuntimeException fault : new RuntimeException[] {bug, closedInItsView}) {
+                thrown[0] = fault;
+                assertThatThrownBy(region::exporterState).as("what the region's exporterState() throws for %s", fault)
+                        .isInstanceOf(ConduitException.class)
+                        .hasMessageStartingWith("plugin 'inproc' failed in its mapping's exporterState(): " + fault).hasCause(fault);
+            }
+            thrown[0] = looked;
+            assertThatThrownBy(region::exporterState).isSameAs(looked);
+            region.close();
+        }
+    }
+
     @Test
     void aHandleOfAPluginThatIsMissingOrLeftOutIsRefusedSayingWhy() {
         Pool pool = open(1 << 30).pool("inproc");
