@@ -283,6 +283,34 @@ class IpcCacheEntryBoundTest {
         assertThat(bClose).as("B's close, which made room").isNull();
     }
 
+    /**
+     * A region whose chunk the bound took out of the cache while it was open unmaps the chunk at its
+     * close; a plugin's unmap that fails there is logged, as on any eviction, and the close returns:
+     * the region's release is done, and the failure is the plugin's. Until 2026-12-07 the plugin's
+     * bare exception came out of {@code ImportedRegion.close()} ("Session is acquired by 1
+     * clients"), naming no plugin and reading as the application's misuse, where the same failure
+     * under {@code ipc.cache.bytes=0} (the eviction at the release) was logged.
+     */
+    @Test
+    void anUnmapThatFailsAtTheLastCloseOfARegionEvictedWhileOpenIsLoggedNotThrown() {
+        Pool pool = open("1").pool("inproc");
+        byte[] a = pool.allocate(CHUNK).exportHandle();
+        conduit.importRegion(a).close(); // A: unused, weighs
+        ImportedRegion held = conduit.importRegion(a); // a hit: counted again, still weighing
+        byte[] b = pool.allocate(CHUNK).exportHandle();
+        List<ImportedRegion> hotter = new ArrayList<>();
+        for (int i = 0; i < 5; i++) hotter.add(conduit.importRegion(b));
+        hotter.forEach(ImportedRegion::close); // B weighs, hotter than A: ipc.cache.entries=1 takes A out, held open
+        plugin.failingUnmaps.set(1);
+
+        Throwable heldClose = org.assertj.core.api.Assertions.catchThrowable(held::close);
+
+        assertThat(heldClose).as("the close of the region evicted while open, whose unmap failed").isNull();
+        assertThat(plugin.unmaps).as("A's unmap, tried").hasValue(1);
+        assertThat(held.isOpen()).isFalse();
+        assertThat(conduit.ipcCacheStats().entries()).as("B, cached").isEqualTo(1);
+    }
+
     /** Imports {@code handle} and uses it more often than one import and one hit before its first release to 0, where it starts to weigh. */
     private static void weighAsHotterEntry(IpcCache cache, ArenaChunkMapper mapper, IpcHandle handle) {
         IpcCache.Lease first = cache.open(handle, mapper);
