@@ -453,8 +453,7 @@ public final class IpcCache implements AutoCloseable {
                 leaving(cached);
                 return null;
             });
-            if (detachAndKill(entry)) unmap(entry, "conduit closed");
-            throw closedException();
+            throw unmappedForTheClose(entry);
         }
         (missed ? misses : hits).increment();
         importEvent(handle.plugin(), handle.exportId(), handle.chunkLength(), !missed);
@@ -537,8 +536,7 @@ public final class IpcCache implements AutoCloseable {
         if (closed) {
             // close() may have listed the entries before this one went in: unmapped here, or by close, once.
             uncachedInUse.remove(beside);
-            if (detachAndKill(beside)) unmap(beside, "conduit closed");
-            throw closedException();
+            throw unmappedForTheClose(beside);
         }
         misses.increment();
         importEvent(handle.plugin(), handle.exportId(), handle.chunkLength(), false);
@@ -796,6 +794,18 @@ public final class IpcCache implements AutoCloseable {
         index.remove(e);
         e.detached = true;
         return (int) REFS.getAndSet(e, DEAD) != DEAD;
+    }
+
+    /**
+     * Unmaps {@code e}, which an open made while the cache's close ran, unless the close did: the
+     * open then fails saying the Conduit is closed, a plugin's unmap failure suppressed in that.
+     * Until 2026-12-07 such a failure came out in its place, naming neither the close nor the plugin
+     * (IpcCacheTest#aMissWhoseCacheClosedMeanwhileSaysSoAlsoWhenItsUnmapFails).
+     */
+    private IllegalStateException unmappedForTheClose(Entry e) {
+        IllegalStateException closedMeanwhile = closedException();
+        if (detachAndKill(e)) Cleanup.run(closedMeanwhile, () -> unmap(e, "conduit closed"));
+        return closedMeanwhile;
     }
 
     private static IllegalStateException closedException() {

@@ -609,6 +609,43 @@ class IpcCacheTest {
      * its importer returns, unmaps what it mapped, caches nothing and says the Conduit is closed, and
      * so does an import of the same chunk that was waiting for it.
      */
+    /**
+     * A miss whose cache closed while its importer mapped the chunk unmaps what it mapped and fails
+     * saying the Conduit is closed, also when the plugin's unmap fails then: that failure is
+     * suppressed into it. Until 2026-12-07 the plugin's bare exception took its place, and the
+     * import failed naming neither the close nor the plugin; so did an open beside the cache.
+     */
+    @Test
+    void aMissWhoseCacheClosedMeanwhileSaysSoAlsoWhenItsUnmapFails() {
+        RuntimeException unmapFailed = new IllegalStateException("Session is acquired by 1 clients");
+        for (boolean beside : new boolean[] {false, true}) {
+            ArenaChunkMapper mapper = new ArenaChunkMapper();
+            IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE);
+            IpcHandle cached = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {1});
+            if (beside) cache.open(cached, mapper).close();
+            IpcHandle handle = beside ? new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {2}) : cached;
+            Throwable failure = catchThrowable(() -> cache.open(handle, h -> {
+                ChunkMapping made = mapper.apply(h);
+                cache.close(); // another thread's close, while the importer maps
+                return new ChunkMapping() {
+                    @Override
+                    public MemorySegment segment() {
+                        return made.segment();
+                    }
+
+                    @Override
+                    public void close() {
+                        made.close();
+                        throw unmapFailed;
+                    }
+                };
+            }));
+            assertThat(failure).as("what a miss %s the cache fails with", beside ? "beside" : "in").isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("Conduit is closed").hasSuppressedException(unmapFailed);
+            assertThat(mapper.unmaps).as("every mapping made, unmapped").hasValue(mapper.maps.get());
+        }
+    }
+
     @Test
     void theCachesCloseDoesNotWaitForAStuckMissWhichThenUnmapsWhatItMapped() throws Exception {
         ArenaChunkMapper mapper = new ArenaChunkMapper();
