@@ -616,8 +616,10 @@ public final class RuntimeWorker implements Worker {
      * {@link IllegalStateException}): neither is a failure of the transport.
      *
      * @throws RuntimeException what the transport's connect threw: a {@link ConduitException} as it is, anything else but an
-     *                          {@link IllegalStateException} wrapped in one that names it as most likely the plugin's fault
-     *                          ({@link PluginRecord#failed}), as for a plugin that returned no endpoint
+     *                          {@link IllegalStateException} (a checked exception thrown undeclared too) wrapped in one that
+     *                          names it as most likely the plugin's fault ({@link PluginRecord#failed}), as for a plugin that
+     *                          returned no endpoint; what reading the new endpoint's limits threw, once that endpoint is
+     *                          closed (a checked exception so wrapped)
      */
     private RuntimeEndpoint connectThrough(int i, byte[] address, String peer, EndpointErrorHandler onError, boolean reply) {
         String name = transportNames[i];
@@ -627,7 +629,7 @@ public final class RuntimeWorker implements Worker {
             te = transports[i].connect(new PayloadReader(address, 0, address.length, "address." + name + ".", AddressFormat.KIND), events);
         } catch (IllegalStateException e) {
             throw e; // closed under the call, as for every transport call
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): named, and the next transport tried
             throw PluginRecord.failed(name, "Transport.connect", e);
         }
         if (te == null) throw PluginRecord.returnedNull(name, "Transport.connect", "an endpoint", "TransportContract");
@@ -635,15 +637,24 @@ public final class RuntimeWorker implements Worker {
         try {
             ep = new RuntimeEndpoint(this, name, peer, te, rma[i], atomics[i], concurrent, onError, reply);
         } catch (RuntimeException | LinkageError e) { // it reads the limits: plugin code, failing as its connect may
-            try {
-                closeTransportEndpoint(te); // after the transport's step when a handler connects
-            } catch (RuntimeException | Error suppressed) {
-                e.addSuppressed(suppressed);
-            }
+            closeUnusable(te, e);
             throw e;
+        } catch (Exception e) { // a checked one, thrown undeclared: named as its connect's would be, not let through undeclared
+            RuntimeException named = PluginRecord.failed(name, "TransportEndpoint.maxHeaderSize or maxPayloadSize", e);
+            closeUnusable(te, named);
+            throw named;
         }
         events.bind(ep);
         return ep;
+    }
+
+    /** Closes {@code te}, which a connect made but cannot use as it fails with {@code failure}: the close's own failure goes into it. */
+    private void closeUnusable(TransportEndpoint te, Throwable failure) {
+        try {
+            closeTransportEndpoint(te); // after the transport's step when a handler connects
+        } catch (RuntimeException | Error suppressed) {
+            failure.addSuppressed(suppressed);
+        }
     }
 
     /**
@@ -675,7 +686,7 @@ public final class RuntimeWorker implements Worker {
                         + (reason == null ? "" : " (" + reason + ")"));
                 n.initCause(e);
                 throw n;
-            } catch (RuntimeException | LinkageError e) {
+            } catch (Exception | LinkageError e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                 throw cannotAnswer(peer + ": transport '" + name + "' failed to give the address the sender announced: " + describe(e), e);
             }
             if (address == null) {

@@ -195,6 +195,45 @@ class EndpointMessagingTest {
     }
 
     /**
+     * A transport whose connect, or whose endpoint's limits, throw a checked exception undeclared (a
+     * plugin in Kotlin, or with {@code @SneakyThrows}) is named as most likely the plugin's fault,
+     * what it threw the cause, as for an unchecked one, and the next transport is tried; the
+     * endpoint whose limits threw is closed. Until 2026-12-07 the checked exception left
+     * {@code Worker.connect} as it was, undeclared, at once: no other transport tried, no plugin
+     * named, and the transport endpoint whose limits threw never closed.
+     */
+    @Test
+    void aTransportWhoseConnectOrLimitsThrowACheckedExceptionUndeclaredIsNamedAndTheNextTransportTried() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false);
+        Worker worker = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"), a, b).newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"),
+                new LoopbackPlugin("lo-a", 8, false), new LoopbackPlugin("lo-b", 8, false)).newWorker(ThreadMode.SINGLE);
+
+        java.io.IOException refused = new java.io.IOException("/dev/shm/lo-a.sock: Connection refused");
+        a.connectFault = refused;
+        assertThat(worker.connect(peer.address()).transport()).isEqualTo("lo-b");
+        b.connectFault = refused;
+        assertThatThrownBy(() -> worker.connect(peer.address())).isExactlyInstanceOf(ConduitException.class)
+                .hasMessageContaining("'lo-a': plugin 'lo-a' failed in Transport.connect: " + refused + ". That is no ConduitException")
+                .hasMessageContaining("'lo-b': plugin 'lo-b' failed in Transport.connect: " + refused)
+                .satisfies(e -> assertThat(e.getSuppressed()).extracting(Throwable::getCause).containsExactly(refused, refused));
+
+        a.connectFault = null;
+        b.connectFault = null;
+        java.io.IOException unreadable = new java.io.IOException("/sys/class/infiniband/lo-a/limits: No such file or directory");
+        a.limitsError = unreadable;
+        assertThat(worker.connect(peer.address()).transport()).isEqualTo("lo-b");
+        assertThat(a.transport().endpoints.getLast().closed).as("the endpoint whose limits could not be read").isTrue();
+        b.limitsError = unreadable;
+        assertThatThrownBy(() -> worker.connect(peer.address())).isExactlyInstanceOf(ConduitException.class)
+                .hasMessageContaining("'lo-a': plugin 'lo-a' failed in TransportEndpoint.maxHeaderSize or maxPayloadSize: " + unreadable)
+                .hasMessageContaining("'lo-b': plugin 'lo-b' failed in TransportEndpoint.maxHeaderSize or maxPayloadSize: " + unreadable)
+                .satisfies(e -> assertThat(e.getSuppressed()).extracting(Throwable::getCause).containsExactly(unreadable, unreadable));
+        assertThat(b.transport().endpoints.getLast().closed).as("the endpoint whose limits could not be read").isTrue();
+    }
+
+    /**
      * A connect made in a handler, while the transport delivering the message is on the stack,
      * closes an endpoint whose limits cannot be read after that transport's step, as it closes one
      * the handler closes: the transport is not made to close an endpoint under its own progress.

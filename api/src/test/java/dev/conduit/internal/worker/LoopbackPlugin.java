@@ -68,10 +68,16 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile long connectTakesMillis;
     /** How many connects were asked of this plugin's transports. */
     final java.util.concurrent.atomic.AtomicInteger connects = new java.util.concurrent.atomic.AtomicInteger();
-    /** When set, an endpoint's {@code maxHeaderSize} throws it, as a plugin missing one of its classes would. */
-    volatile Error limitsError;
-    /** When set, {@code connect} throws it: a peer found dead while connecting ({@code PeerFailedException}), say. */
-    volatile RuntimeException connectFault;
+    /**
+     * When set, an endpoint's {@code maxHeaderSize} throws it, as a plugin missing one of its classes would; a checked one
+     * undeclared, as a Kotlin plugin's.
+     */
+    volatile Throwable limitsError;
+    /**
+     * When set, {@code connect} throws it: a peer found dead while connecting ({@code PeerFailedException}), say; a checked
+     * one undeclared, as a Kotlin plugin's.
+     */
+    volatile Throwable connectFault;
     /** When set, {@code connect} returns {@code null}, as a broken plugin would. */
     volatile boolean connectReturnsNull;
     /** Run by {@code connect} once it made the endpoint, before it returns it: for what happens meanwhile. */
@@ -87,8 +93,8 @@ final class LoopbackPlugin implements ConduitPlugin {
     volatile boolean namesSenders;
     /** When set with {@link #namesSenders}, {@code senderAddress} is the SPI's default: senders named, their addresses not given. */
     volatile boolean withholdsSenderAddresses;
-    /** When set, {@code senderAddress} throws it: a plugin's own failure. */
-    volatile RuntimeException senderAddressFault;
+    /** When set, {@code senderAddress} throws it: a plugin's own failure; a checked one undeclared, as a Kotlin plugin's. */
+    volatile Throwable senderAddressFault;
     /**
      * When not 0, every connection gets this key: a transport that gives a retired key to its next
      * connection, as the SPI allows once the key's end was told (tests connect one at a time then).
@@ -329,7 +335,7 @@ final class LoopbackPlugin implements ConduitPlugin {
                     }
                 }
                 if (plugin.refuseConnect != null) throw new ConduitException(plugin.refuseConnect);
-                if (plugin.connectFault != null) throw plugin.connectFault;
+                if (plugin.connectFault != null) throw LoopbackTransport.<RuntimeException>sneaky(plugin.connectFault);
                 if (plugin.connectReturnsNull) return null;
                 LoopbackTransport target = REGISTRY.get(peerKey);
                 if (target == null) throw new ConduitException("no loopback transport is listening at " + peerKey);
@@ -428,8 +434,8 @@ final class LoopbackPlugin implements ConduitPlugin {
             enter();
             try {
                 senderAddressCalls.incrementAndGet();
-                RuntimeException fault = plugin.senderAddressFault;
-                if (fault != null) throw fault;
+                Throwable fault = plugin.senderAddressFault;
+                if (fault != null) throw LoopbackTransport.<RuntimeException>sneaky(fault);
                 if (!plugin.namesSenders || plugin.withholdsSenderAddresses) return Transport.super.senderAddress(sender);
                 LoopbackEndpoint in = inbound.get(sender);
                 return in == null ? null : in.owner.address();
@@ -583,8 +589,8 @@ final class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public int maxHeaderSize() {
-            Error error = owner.plugin.limitsError;
-            if (error != null) throw error;
+            Throwable error = owner.plugin.limitsError;
+            if (error != null) throw LoopbackTransport.<RuntimeException>sneaky(error);
             return owner.plugin.maxHeader;
         }
 
