@@ -82,11 +82,20 @@ public final class ThreadConfinement implements AutoCloseable {
         try {
             return getUninterruptibly(f, onInterrupt);
         } catch (ExecutionException e) {
-            Throwable cause = e.getCause();
-            if (cause instanceof RuntimeException r) throw r;
-            if (cause instanceof Error err) throw err;
-            throw new IllegalStateException(cause);
+            throw ThreadConfinement.<RuntimeException>unchanged(e.getCause());
         }
+    }
+
+    /**
+     * Throws {@code thrown} as it is, a checked exception too (a Kotlin or {@code @SneakyThrows}
+     * plugin's, thrown undeclared), as the call would have thrown it on the caller's own thread, where
+     * the runtime names it the plugin's fault. Until 2026-12-07 a checked one was wrapped in an
+     * {@code IllegalStateException}, which the runtime takes from a plugin's call for "closed under
+     * the call" ({@code ThreadConfinementTest#aCallsCheckedExceptionComesBackUnchangedNotAsTheIllegalStateExceptionOfAClose}).
+     */
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> RuntimeException unchanged(Throwable thrown) throws E {
+        throw (E) thrown;
     }
 
     /**
@@ -123,10 +132,8 @@ public final class ThreadConfinement implements AutoCloseable {
     private static <T> T callHere(Callable<T> call) {
         try {
             return call.call();
-        } catch (RuntimeException e) {
-            throw e;
         } catch (Exception e) {
-            throw new IllegalStateException(e);
+            throw ThreadConfinement.<RuntimeException>unchanged(e);
         }
     }
 

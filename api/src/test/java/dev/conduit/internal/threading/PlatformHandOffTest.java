@@ -74,6 +74,38 @@ class PlatformHandOffTest {
     }
 
     /**
+     * A checked exception that the call throws undeclared (a plugin in Kotlin, or with
+     * {@code @SneakyThrows}) comes back unchanged too, as it does from a platform thread's call,
+     * which the thread makes itself. Until 2026-12-07 it came back wrapped in an
+     * {@code IllegalStateException}, which the runtime reads from a plugin's call as "closed under
+     * the call": a confined plugin's checked exception was neither named as its fault nor told apart
+     * from a close.
+     */
+    @Test
+    void aVirtualThreadsBlockingCallThrowsACheckedExceptionThrownUndeclaredUnchanged() throws Exception {
+        java.io.IOException thrown = new java.io.IOException("/dev/shm/conduit-memfd.sock: Connection reset by peer");
+        java.util.function.Supplier<Object> sneaky = () -> {
+            throw PlatformHandOffTest.<RuntimeException>sneaky(thrown);
+        };
+        Throwable onPlatform;
+        try {
+            PlatformHandOff.blockingCall(sneaky);
+            onPlatform = null;
+        } catch (Exception e) {
+            onPlatform = e;
+        }
+        assertThat(onPlatform).as("a platform thread's own call").isSameAs(thrown);
+        assertThat(onAVirtualThread(() -> {
+            try {
+                PlatformHandOff.blockingCall(sneaky);
+                return null;
+            } catch (Exception e) {
+                return e;
+            }
+        })).isSameAs(thrown);
+    }
+
+    /**
      * A virtual thread's call, a plugin's blocking call or its transport's sleep, runs with the
      * caller's context class loader, as a platform thread's call, made by that thread itself, does:
      * the plugin's lookups through it (ServiceLoader.load, a logging bridge) see the application's
@@ -172,6 +204,12 @@ class PlatformHandOffTest {
     }
 
     private static final int CALLS_THAT_END_AT_ONCE = 20_000;
+
+    /** Throws {@code e}, checked or not, where the compiler would not let a checked one through: as Kotlin does. */
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> RuntimeException sneaky(Throwable e) throws E {
+        throw (E) e;
+    }
 
     private static void waitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + GUARD.toNanos();

@@ -12,6 +12,7 @@ import java.util.concurrent.TimeoutException;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 /**
  * A confined plugin's thread ({@code thread.confine}) on its own: what it keeps of the thread that
@@ -64,6 +65,26 @@ class ThreadConfinementTest {
         ThreadConfinement confinement = new ThreadConfinement("conduit-test-confined");
         confinement.close();
         assertThatThrownBy(() -> confinement.call(() -> "never made")).isInstanceOf(IllegalStateException.class);
+    }
+
+    /**
+     * A checked exception of the plugin's call (one a Kotlin or {@code @SneakyThrows} plugin throws
+     * undeclared) comes back unchanged, from another thread's call and from one made on the confined
+     * thread itself (a handler's connect), as from an unconfined plugin's call: the runtime names it
+     * the plugin's fault. Until 2026-12-07 it came back wrapped in an {@code IllegalStateException},
+     * which the runtime takes for "closed under the call" (above).
+     */
+    @Test
+    void aCallsCheckedExceptionComesBackUnchangedNotAsTheIllegalStateExceptionOfAClose() {
+        java.io.IOException thrown = new java.io.IOException("/dev/infiniband/uverbs0: No such device");
+        try (ThreadConfinement confinement = new ThreadConfinement("conduit-test-confined")) {
+            assertThat(catchThrowable(() -> confinement.call(() -> {
+                throw thrown;
+            }))).as("from another thread").isSameAs(thrown);
+            assertThat(confinement.call(() -> catchThrowable(() -> confinement.call(() -> {
+                throw thrown;
+            })))).as("from the confined thread itself").isSameAs(thrown);
+        }
     }
 
     @Test

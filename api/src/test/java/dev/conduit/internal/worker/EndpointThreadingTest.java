@@ -753,6 +753,27 @@ class EndpointThreadingTest {
                 .satisfies(e -> assertThat(e.getSuppressed()[0].getCause()).isSameAs(bug));
     }
 
+    /**
+     * A confined plugin's connect (a plugin that declares {@code SINGLE} alone, in a worker that
+     * confines it to a thread of its own) that throws a checked exception undeclared is named as
+     * most likely the plugin's fault, as an unconfined one's is. Until 2026-12-07 the confinement
+     * wrapped it in an {@code IllegalStateException}, which the connect took for a transport closed
+     * under the call, and listed bare as the transport's reason, naming no fault.
+     */
+    @ParameterizedTest
+    @EnumSource(value = ThreadMode.class, names = {"SINGLE", "SERIALIZED"})
+    void aConnectThatThrowsACheckedExceptionUndeclaredIsNamedAsMostLikelyThePluginsFaultConfinedOrNot(ThreadMode mode) {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).singleOnly();
+        Worker worker = loopbacks.conduit(b -> b.threadConfinement(true), plugin).newWorker(mode);
+        assertThat(worker.threadPolicy()).isEqualTo(mode == ThreadMode.SINGLE ? ThreadPolicy.OWNER_CHECK : ThreadPolicy.CONFINED_THREAD);
+        java.io.IOException refused = new java.io.IOException("/dev/shm/lo.sock: Connection refused");
+        plugin.connectFault = refused;
+        assertThatThrownBy(() -> worker.connect(worker.address()))
+                .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("'lo': plugin 'lo' failed in Transport.connect: " + refused + ". That is no ConduitException")
+                .satisfies(e -> assertThat(e.getSuppressed()[0].getCause()).isSameAs(refused));
+    }
+
     // ------------------------------------------------------------------ await and signal
 
     @Test
