@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -98,7 +99,8 @@ class ShmTransportConnectTest {
     /**
      * An address whose token is not the one in the queue it names said "test: cannot reach the peer: the queue's token
      * does not match the address: a stale or forged address", without the refusal as its cause or what to do; it now
-     * names the lease, the causes and the remedy, and keeps the refusal as its cause. Nothing of the peer stays mapped.
+     * names the lease, the causes and the remedy, and keeps the refusal as its cause. Nothing of the peer stays mapped,
+     * nor its lease watched: until 2026-12-07 the test said so without looking, and a connect that kept either passed.
      */
     @Test
     void anAddressWhoseTokenIsNotInTheQueueItNamesSaysWhatToDo() throws Exception {
@@ -106,9 +108,15 @@ class ShmTransportConnectTest {
         ShmTransport peer = transport(peerMemory);
         byte[] forged = peer.address().clone();
         forged[forged.length - 3 * Long.BYTES - ReceiveQueue.TOKEN_LENGTH] ^= 1; // the token, before the directory's three words
-        ShmTransport connecting = transport(new InProcessMemory());
+        CountingImporter importer = new CountingImporter(new InProcessMemory());
+        ShmTransport connecting = transport(new InProcessMemory(), importer);
+        long descriptors = openDescriptors();
 
         Throwable thrown = catchThrowable(() -> connecting.connect(new PayloadReader(forged), cause -> { }));
+
+        assertThat(importer.mapped).as("the peer's queue, mapped to read its token").hasValue(1);
+        assertThat(importer.open()).as("mappings of the peer's queue left open").isZero();
+        assertThat(openDescriptors()).as("descriptors open, the peer's lease watch among them were it kept").isEqualTo(descriptors);
 
         assertThat(thrown).isExactlyInstanceOf(ConduitException.class)
                 .hasMessageStartingWith("test: cannot reach the peer: the queue's token does not match the address: a stale or forged "
@@ -118,6 +126,50 @@ class ShmTransportConnectTest {
                         + "peer's worker gives now (Worker.address().toBytes())")
                 .hasCauseExactlyInstanceOf(IllegalStateException.class);
         assertThat(connecting.connect(new PayloadReader(peer.address()), cause -> { })).as("the true address still connects").isNotNull();
+    }
+
+    /** An importer that counts the mappings it made and those closed since. */
+    private static final class CountingImporter implements IpcImporter {
+        private final IpcImporter importer;
+        final AtomicInteger mapped = new AtomicInteger();
+        final AtomicInteger closed = new AtomicInteger();
+
+        CountingImporter(IpcImporter importer) {
+            this.importer = importer;
+        }
+
+        int open() {
+            return mapped.get() - closed.get();
+        }
+
+        @Override
+        public ChunkMapping map(PayloadReader payload, long chunkLength) {
+            ChunkMapping mapping = importer.map(payload, chunkLength);
+            mapped.incrementAndGet();
+            return new ChunkMapping() {
+                @Override
+                public java.lang.foreign.MemorySegment segment() {
+                    return mapping.segment();
+                }
+
+                @Override
+                public boolean mayFault() {
+                    return mapping.mayFault();
+                }
+
+                @Override
+                public void close() {
+                    closed.incrementAndGet();
+                    mapping.close();
+                }
+            };
+        }
+    }
+
+    private static long openDescriptors() throws java.io.IOException {
+        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.count();
+        }
     }
 
     private List<Path> leases() throws Exception {
