@@ -206,7 +206,7 @@ final class RuntimeEndpoint implements Endpoint {
                         sent = te.trySend(id, header, payload);
                     } catch (PeerFailedException e) {
                         throw failedNow(e);
-                    } catch (RuntimeException e) {
+                    } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                         throw thrownBy(transport, "trySend", e);
                     }
                     if (sent) return;
@@ -270,7 +270,7 @@ final class RuntimeEndpoint implements Endpoint {
             if (observed.threw(e)) throw e; // the application's, not the transport's word that it has no zero-copy send
             encodesInPlace = false;
             return encodeHere(id, header, maxLength, encoder);
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows), the encoder's or the transport's
             if (observed.threw(e)) throw e; // the application's encoder's, as Endpoint.send promises
             throw thrownBy(transport, "trySendEncoded", e);
         } finally {
@@ -454,7 +454,7 @@ final class RuntimeEndpoint implements Endpoint {
                 sent = te.trySend(id, header, 0, (int) header.byteSize(), buffer, 0, written);
             } catch (PeerFailedException e) {
                 throw failedNow(e);
-            } catch (RuntimeException e) {
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                 throw thrownBy(transport, "trySend", e);
             }
             if (sent) return written;
@@ -502,11 +502,11 @@ final class RuntimeEndpoint implements Endpoint {
     private IllegalArgumentException tooLarge(String what, long size, long limit) {
         boolean header = what.startsWith("header");
         String remedy = null;
-        RuntimeException remedyFailure = null;
+        Exception remedyFailure = null;
         if (!header) {
             try {
                 remedy = te.maxPayloadSizeRemedy();
-            } catch (RuntimeException e) { // plugin code: its failure must not hide the refusal, nor be lost
+            } catch (Exception e) { // plugin code, a checked exception thrown undeclared too: its failure must not hide the refusal, nor be lost
                 remedyFailure = e;
             }
         }
@@ -581,7 +581,7 @@ final class RuntimeEndpoint implements Endpoint {
                 } catch (PeerFailedException e) {
                     fail(e);
                     return sent;
-                } catch (RuntimeException e) {
+                } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                     throw thrownBy(transport, "trySend", e);
                 }
                 if (!ok) return sent;
@@ -626,7 +626,7 @@ final class RuntimeEndpoint implements Endpoint {
         } catch (NotSupportedException e) {
             probesPeer = false;
             return false;
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
             throw thrownBy(transport, "checkPeer", e);
         }
     }
@@ -865,7 +865,7 @@ final class RuntimeEndpoint implements Endpoint {
                 throw unsupported("put", "RMA", r, e);
             } catch (IllegalStateException e) {
                 throw closedUnder(target, e);
-            } catch (RuntimeException e) {
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                 throw thrownBy(transport, "put", e);
             }
         } finally {
@@ -894,7 +894,7 @@ final class RuntimeEndpoint implements Endpoint {
                 throw unsupported("get", "RMA", r, e);
             } catch (IllegalStateException e) {
                 throw closedUnder(source, e);
-            } catch (RuntimeException e) {
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                 throw thrownBy(transport, "get", e);
             }
         } finally {
@@ -919,7 +919,7 @@ final class RuntimeEndpoint implements Endpoint {
                 throw unsupported("fetchAdd", "ATOMICS", r, e);
             } catch (IllegalStateException e) {
                 throw closedUnder(target, e);
-            } catch (RuntimeException e) {
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                 throw thrownBy(transport, "fetchAdd", e);
             }
         } finally {
@@ -944,7 +944,7 @@ final class RuntimeEndpoint implements Endpoint {
                 throw unsupported("compareAndSwap", "ATOMICS", r, e);
             } catch (IllegalStateException e) {
                 throw closedUnder(target, e);
-            } catch (RuntimeException e) {
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                 throw thrownBy(transport, "compareAndSwap", e);
             }
         } finally {
@@ -961,7 +961,7 @@ final class RuntimeEndpoint implements Endpoint {
                 te.flush();
             } catch (PeerFailedException e) {
                 throw failedNow(e);
-            } catch (RuntimeException e) {
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                 throw thrownBy(transport, "flush", e);
             }
         } finally {

@@ -1608,6 +1608,12 @@ class EndpointMessagingTest {
         assertThatThrownBy(() -> p.endpoint().send(1, longs(1))).isInstanceOf(ConduitException.class)
                 .hasMessageStartingWith("plugin 'lo' failed in trySend(): java.lang.NullPointerException: slot. That is no "
                         + "ConduitException").hasMessageContaining("transports=^lo").hasCause(bug);
+        // A checked one thrown undeclared (Kotlin, @SneakyThrows) too: until 2026-12-07 it passed bare, though thrownBy's javadoc
+        // said so, every caller catching RuntimeException alone.
+        java.io.IOException unwritable = new java.io.IOException("/dev/shm/lo-queue: Input/output error");
+        p.transportEndpoint().sendFault = unwritable;
+        assertThatThrownBy(() -> p.endpoint().send(1, longs(1))).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo' failed in trySend(): " + unwritable + ". That is no ConduitException").hasCause(unwritable);
         IllegalStateException closedUnderIt = new IllegalStateException("lo transport is closed");
         p.transportEndpoint().sendFault = closedUnderIt;
         assertThatThrownBy(() -> p.endpoint().send(1, longs(1))).isSameAs(closedUnderIt);

@@ -693,11 +693,26 @@ class EndpointRmaTest {
                     .hasMessageStartingWith("plugin 'lo' failed in put(): java.lang.ArithmeticException: / by zero").hasCause(bug);
             assertThatThrownBy(() -> endpoint.fetchAdd(region, 0, 1)).isInstanceOf(dev.conduit.spi.ConduitException.class)
                     .hasMessageStartingWith("plugin 'lo' failed in fetchAdd(): ").hasCause(bug);
+            // A checked one thrown undeclared (Kotlin, @SneakyThrows) too: until 2026-12-07 it passed bare.
+            java.io.IOException unreachable = new java.io.IOException("/dev/infiniband/uverbs0: No such device");
+            transport.whileRma = () -> {
+                throw EndpointRmaTest.<RuntimeException>sneaky(unreachable);
+            };
+            assertThatThrownBy(() -> endpoint.get(region, 0, longs(1))).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageStartingWith("plugin 'lo' failed in get(): " + unreachable).hasCause(unreachable);
+            assertThatThrownBy(() -> endpoint.compareAndSwap(region, 0, 0, 1)).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageStartingWith("plugin 'lo' failed in compareAndSwap(): " + unreachable).hasCause(unreachable);
         } finally {
             transport.whileRma = () -> { };
         }
         endpoint.put(longs(5), region, 0);
         assertThat(endpoint.fetchAdd(region, 0, 1)).isEqualTo(5);
+    }
+
+    /** Throws {@code e}, checked or not, where the compiler would not let a checked one through: as Kotlin does. */
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> RuntimeException sneaky(Throwable e) throws E {
+        throw (E) e;
     }
 
     @Test

@@ -536,7 +536,7 @@ final class LoopbackPlugin implements ConduitPlugin {
 
     static final class LoopbackEndpoint implements TransportEndpoint {
         /** Thrown by every trySend while set: a transport whose send fails for a reason of its own. */
-        volatile RuntimeException sendFault;
+        volatile Throwable sendFault;
         /** Thrown by every trySend while set, after {@link #sendFault}: an Error, as a fault in mapped memory is (an InternalError). */
         volatile Error sendError;
         final LoopbackTransport owner;
@@ -573,7 +573,7 @@ final class LoopbackPlugin implements ConduitPlugin {
             owner.enter();
             try {
                 trySends.incrementAndGet();
-                if (sendFault != null) throw sendFault;
+                if (sendFault != null) throw LoopbackTransport.<RuntimeException>sneaky(sendFault);
                 if (sendError != null) throw sendError;
                 if (closed) throw new IllegalStateException("closed");
                 if (target.dead) throw new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + target.key + " is dead");
