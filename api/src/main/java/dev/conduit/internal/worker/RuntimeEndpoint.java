@@ -1210,9 +1210,10 @@ final class RuntimeEndpoint implements Endpoint {
         if (unregister) worker.removeEndpoint(this);
         try {
             worker.closeTransportEndpoint(te);
-        } catch (RuntimeException | Error e) {
-            if (failure == null) failure = e;
-            else failure.addSuppressed(e);
+        } catch (Exception | Error e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): named, not thrown bare
+            Throwable closing = e instanceof Exception thrown ? thrownBy(transport, "close", thrown) : e;
+            if (failure == null) failure = closing;
+            else failure.addSuppressed(closing);
         }
         CloseFailures.rethrow(failure);
     }

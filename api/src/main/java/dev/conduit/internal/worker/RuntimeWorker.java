@@ -652,7 +652,7 @@ public final class RuntimeWorker implements Worker {
     private void closeUnusable(TransportEndpoint te, Throwable failure) {
         try {
             closeTransportEndpoint(te); // after the transport's step when a handler connects
-        } catch (RuntimeException | Error suppressed) {
+        } catch (Exception | Error suppressed) { // a checked one too, thrown undeclared: kept with the failure, not thrown instead
             failure.addSuppressed(suppressed);
         }
     }

@@ -1311,6 +1311,39 @@ class EndpointMessagingTest {
         assertThat(reported).as("each reported once").hasSize(2);
     }
 
+    /**
+     * An endpoint whose transport endpoint's close throws a checked exception undeclared (Kotlin,
+     * {@code @SneakyThrows}) is closed and leaves its worker all the same, and its close throws a
+     * {@code ConduitException} naming the plugin and the operation, what it threw the cause; the
+     * close of one a connect cannot use (its limits unreadable) keeps it with the connect's failure.
+     * Until 2026-12-07 {@code Endpoint.close()} threw the plugin's checked exception bare,
+     * undeclared, and so did the connect, in place of its own failure.
+     */
+    @Test
+    void anEndpointWhoseTransportEndpointsCloseThrowsACheckedExceptionUndeclaredIsClosedAndNamesThePlugin() {
+        Pair p = pair(1);
+        java.io.IOException unmapFailed = new java.io.IOException("munmap: Input/output error");
+        p.plugin().endpointCloseFails = n -> n == 0 ? unmapFailed : null;
+
+        Throwable thrown = catchThrowable(p.endpoint()::close);
+
+        assertThat(thrown).isInstanceOf(ConduitException.class).hasCause(unmapFailed)
+                .hasMessageStartingWith("plugin 'lo' failed in close(): " + unmapFailed + ". That is no ConduitException");
+        assertThat(p.plugin().closes).as("given back").contains("endpoint#0");
+        assertThatThrownBy(() -> p.endpoint().send(1, longs(1))).isInstanceOf(IllegalStateException.class).hasMessageContaining("is closed");
+        p.plugin().endpointCloseFails = n -> n == 1 ? unmapFailed : null;
+        NoClassDefFoundError limitsUnread = new NoClassDefFoundError("dev/conduit/plugin/lo/Limits");
+        p.plugin().limitsError = limitsUnread;
+        // The close of an endpoint a connect cannot use: its failure is kept with the connect's, which until then it replaced.
+        assertThatThrownBy(() -> p.sender().connect(p.receiver().address())).isInstanceOf(ConduitException.class)
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().isSameAs(limitsUnread))
+                .satisfies(e -> assertThat(limitsUnread.getSuppressed()).containsExactly(unmapFailed));
+        p.plugin().limitsError = null;
+        p.plugin().endpointCloseFails = n -> null;
+        p.sender().close();
+        assertThat(p.plugin().closes).as("its worker's close closes it no more").containsOnlyOnce("endpoint#0");
+    }
+
     /** Worker.connect(peer): "its failure is only logged" (a WARNING of logger dev.conduit.worker) "and visible through isFailed()". */
     @Test
     void theFailureOfAnEndpointConnectedWithoutAnErrorHandlerIsLoggedAsAWarning() {

@@ -83,8 +83,11 @@ final class LoopbackPlugin implements ConduitPlugin {
     /** Run by {@code connect} once it made the endpoint, before it returns it: for what happens meanwhile. */
     volatile Runnable whileConnecting = () -> { };
     final List<LoopbackTransport> transports = new CopyOnWriteArrayList<>();
-    /** When set, closing endpoint number n (from 0, in connect order) throws this after it is recorded closed. */
-    volatile java.util.function.IntFunction<Error> endpointCloseFails = n -> null;
+    /**
+     * When set, closing endpoint number n (from 0, in connect order) throws this after it is recorded closed; a checked one
+     * undeclared, as a Kotlin plugin's.
+     */
+    volatile java.util.function.IntFunction<Throwable> endpointCloseFails = n -> null;
     /**
      * When set, the transports name each message's sender (the connection's key) and give the
      * address it connected from ({@code Transport.senderAddress}), and tell the sink when a
@@ -712,8 +715,8 @@ final class LoopbackPlugin implements ConduitPlugin {
             } finally {
                 owner.exit();
             }
-            Error failure = owner.plugin.endpointCloseFails.apply(number);
-            if (failure != null) throw failure;
+            Throwable failure = owner.plugin.endpointCloseFails.apply(number);
+            if (failure != null) throw LoopbackTransport.<RuntimeException>sneaky(failure);
         }
     }
 }
