@@ -1209,7 +1209,7 @@ final class RuntimeEndpoint implements Endpoint {
         }
         if (unregister) worker.removeEndpoint(this);
         try {
-            worker.closeTransportEndpoint(te);
+            worker.closeTransportEndpoint(transport, te);
         } catch (Exception | Error e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): named, not thrown bare
             Throwable closing = e instanceof Exception thrown ? thrownBy(transport, "close", thrown) : e;
             if (failure == null) failure = closing;

@@ -1344,6 +1344,34 @@ class EndpointMessagingTest {
         assertThat(p.plugin().closes).as("its worker's close closes it no more").containsOnlyOnce("endpoint#0");
     }
 
+    /**
+     * Endpoints a handler closes are closed once the transport's progress step returned; one whose
+     * transport endpoint's close throws a checked exception undeclared (a Kotlin plugin's) keeps
+     * neither the others from closing nor the plugin from being named. Until 2026-12-07 that close
+     * left the loop over the deferred closes, the endpoints after it never closed, and the bare
+     * exception came out of progress().
+     */
+    @Test
+    void aDeferredCloseThatThrowsACheckedExceptionUndeclaredIsNamedAndTheOtherDeferredClosesStillRun() {
+        Pair p = pair(4);
+        Endpoint first = p.receiver().connect(p.sender().address());
+        Endpoint second = p.receiver().connect(p.sender().address());
+        java.io.IOException unmapFailed = new java.io.IOException("munmap: Input/output error");
+        p.plugin().endpointCloseFails = n -> n == 0 ? unmapFailed : null; // the receiver's transport numbers first 0, second 1
+        p.receiver().onMessage(1, m -> {
+            first.close();
+            second.close();
+        });
+        p.endpoint().send(1, longs(1));
+
+        Throwable thrown = catchThrowable(p.receiver()::progress);
+
+        assertThat(thrown).isInstanceOf(ConduitException.class).hasCause(unmapFailed)
+                .hasMessageStartingWith("plugin 'lo' failed in close(): " + unmapFailed);
+        assertThat(p.plugin().closes).as("both deferred closes ran").containsExactly("endpoint#0", "endpoint#1");
+        p.plugin().endpointCloseFails = n -> null; // the sender's endpoint#0 closes with the Conduit
+    }
+
     /** Worker.connect(peer): "its failure is only logged" (a WARNING of logger dev.conduit.worker) "and visible through isFailed()". */
     @Test
     void theFailureOfAnEndpointConnectedWithoutAnErrorHandlerIsLoggedAsAWarning() {
