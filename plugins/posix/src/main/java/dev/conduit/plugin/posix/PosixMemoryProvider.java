@@ -23,8 +23,10 @@ import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 
@@ -126,6 +128,12 @@ final class PosixMemoryProvider implements MemoryProvider {
      * Guarded by {@link #lock}.
      */
     private final List<PosixChunk> unmapLater = new ArrayList<>();
+    /**
+     * Chunks still allocated whose free removed their file and was then refused the unmap, with that
+     * refusal: an export of one names a file that is gone, so {@link #export} refuses it until a free
+     * succeeds. Guarded by {@link #lock}.
+     */
+    private final Map<PosixChunk, RuntimeException> fileRemovedByARefusedFree = new HashMap<>();
     /** Guarded by {@link #lock}. */
     private boolean closed;
 
@@ -332,7 +340,10 @@ final class PosixMemoryProvider implements MemoryProvider {
     /**
      * The payload naming the chunk's file and its directory ({@link ExportPayload}).
      *
-     * @throws IllegalStateException if the chunk was freed, or the provider closed
+     * @throws IllegalStateException if the chunk was freed, or the provider closed; or if a free of
+     *                               it removed its file and could not unmap it ({@link #free}): the
+     *                               chunk is still allocated, but no importer would find the file
+     *                               its export names, until a free succeeds
      * @throws IllegalArgumentException if the chunk is not this provider's
      */
     @Override
@@ -342,6 +353,13 @@ final class PosixMemoryProvider implements MemoryProvider {
             ensureOpen();
             if (!live.contains(posix)) {
                 throw new IllegalStateException(posix + " was freed; it cannot be exported");
+            }
+            RuntimeException refusedFree = fileRemovedByARefusedFree.get(posix);
+            if (refusedFree != null) {
+                throw new IllegalStateException("cannot export " + posix + ": a free of it removed its file, which revokes every "
+                        + "export of it, and could not unmap it (" + refusedFree.getMessage() + "), so no importer would find the "
+                        + "file an export names. It is still allocated here: free it again once no thread uses its memory",
+                        refusedFree);
             }
         }
         return ExportPayload.encode(posix.fileName(), directoryIdentity, posix.device(), posix.inode());
@@ -355,10 +373,11 @@ final class PosixMemoryProvider implements MemoryProvider {
      * @throws IllegalStateException    if the chunk was freed already; or if another thread still
      *                                  uses its memory (a native call on it): its file is removed
      *                                  then, so its export is revoked, but the chunk stays allocated
-     *                                  until a later free, or the close, unmaps it; should the
+     *                                  until a later free, or the close, unmaps it, and
+     *                                  {@link #export} refuses it meanwhile; should the
      *                                  removal have failed too, its {@code ConduitException} is
-     *                                  suppressed in this one, and the file stays until a later free
-     *                                  removes it
+     *                                  suppressed in this one, and the file, and its exports, stay
+     *                                  until a later free removes it
      * @throws ConduitException         if the chunk's file cannot be removed (naming it, the errno and
      *                                  the remedy): the chunk is unmapped and freed all the same, but
      *                                  its export imports until the close removes the file
@@ -385,6 +404,12 @@ final class PosixMemoryProvider implements MemoryProvider {
                     }
                 }
                 throw e;
+            } finally {
+                if (posix.mapping().isClosed()) {
+                    synchronized (lock) {
+                        fileRemovedByARefusedFree.remove(posix);
+                    }
+                }
             }
         } finally {
             directoryInUse.readLock().unlock();
@@ -401,8 +426,9 @@ final class PosixMemoryProvider implements MemoryProvider {
 
     /**
      * Unlinks first: revoking the export matters even if unmapping fails (a thread still inside a
-     * native call on it). An unlink that fails still unmaps, and its failure goes into the unmap's
-     * refusal, which the runtime retries on, rather than being lost to it.
+     * native call on it), which {@link #fileRemovedByARefusedFree} then records for {@link #export}.
+     * An unlink that fails still unmaps, and its failure goes into the unmap's refusal, which the
+     * runtime retries on, rather than being lost to it.
      */
     private void release(PosixChunk chunk) {
         try {
@@ -416,7 +442,14 @@ final class PosixMemoryProvider implements MemoryProvider {
             }
             throw removal;
         }
-        chunk.mapping().close();
+        try {
+            chunk.mapping().close();
+        } catch (RuntimeException unmap) {
+            synchronized (lock) {
+                fileRemovedByARefusedFree.put(chunk, unmap);
+            }
+            throw unmap;
+        }
     }
 
     /**
@@ -459,6 +492,7 @@ final class PosixMemoryProvider implements MemoryProvider {
             synchronized (lock) {
                 for (PosixChunk chunk : chunks) if (!chunk.mapping().isClosed()) unmapLater.add(chunk);
                 for (PosixChunk chunk : stillMapped) if (!chunk.mapping().isClosed()) unmapLater.add(chunk);
+                fileRemovedByARefusedFree.clear(); // a closed provider exports nothing
             }
             if (failure != null) throw failure;
         } finally {

@@ -408,6 +408,38 @@ class PosixMemoryProviderTest {
     }
 
     /**
+     * A free that removed the chunk's file but could not unmap it (another thread inside a native
+     * call on it) leaves the chunk allocated, its export revoked. Until 2026-12-07 a later export of
+     * it returned a payload naming the removed file, which every importer refused as "export gone:
+     * its producer freed the chunk or died" while the chunk was still allocated; export now refuses
+     * it, naming that free, until a free succeeds.
+     */
+    @Test
+    void anExportOfAChunkWhoseFreeRemovedItsFileButCouldNotUnmapItIsRefusedNamingThatFree() throws Exception {
+        Libc libc = Linux.libc();
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
+             SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM);
+             Arena arena = Arena.ofConfined()) {
+            Chunk busy = provider.allocate(provider.pageSize());
+            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
+            BlockedCalls.awaitBlockedInRead(pair.first().fd());
+            Throwable refusedFree = org.assertj.core.api.Assertions.catchThrowable(() -> provider.free(busy));
+            assertThat(refusedFree).isInstanceOf(IllegalStateException.class);
+
+            assertThatThrownBy(() -> provider.export(busy)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("cannot export " + busy + ": a free of it removed its file")
+                    .hasMessageContaining(refusedFree.getMessage()).hasMessageContaining("free it again")
+                    .hasCause(refusedFree);
+
+            libc.write(pair.second(), arena.allocate(1));
+            reader.join();
+            provider.free(busy);
+            assertThatThrownBy(() -> provider.export(busy)).as("freed now").isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("was freed");
+        }
+    }
+
+    /**
      * A free that can neither remove the chunk's file (EACCES: the directory's permissions changed) nor unmap the chunk
      * (another thread inside a native call on it) says both. release removes in a try and unmaps in its finally, so the
      * unmap's IllegalStateException replaced the removal's ConduitException, which was lost, not even suppressed: the
