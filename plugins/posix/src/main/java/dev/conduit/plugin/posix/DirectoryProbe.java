@@ -43,7 +43,8 @@ import java.util.Set;
  * <tr><td>{@code directory}</td><td>the chunk directory as this process sees it</td></tr>
  * <tr><td>{@code directory set by}</td><td>{@code posix.dir}, or {@code shared.dir} when it is unset</td></tr>
  * <tr><td>{@code free bytes}</td><td>space an unprivileged user may still fill there; on a file system that reports no
- * size (ramfs, a tmpfs mounted {@code size=0}), that it has no size limit</td></tr>
+ * size (ramfs, a tmpfs mounted {@code size=0}), that it has no size limit; on a hugetlbfs mounted without
+ * {@code size=}, which reports none either, that the kernel's pool of huge pages bounds it</td></tr>
  * <tr><td>{@code page size}</td><td>chunk size and alignment unit: the huge page size on a hugetlbfs mount</td></tr>
  * <tr><td>{@code hugepages}</td><td>on a hugetlbfs mount only: the kernel's pool of huge pages ({@link HugePages#describe})</td></tr>
  * <tr><td>{@code live owners}</td><td>posix providers (of any process) whose lease is held</td></tr>
@@ -195,12 +196,19 @@ final class DirectoryProbe {
         return MEMORY_FILE_SYSTEMS.contains(type) ? null : type + WRITTEN_BACK;
     }
 
-    /** The bytes an unprivileged user may still fill at {@code path}, or that its file system has no size limit (ramfs). */
+    /**
+     * The bytes an unprivileged user may still fill at {@code path}, or that its file system has no size limit (ramfs), or
+     * that the pool of huge pages bounds it (a hugetlbfs mounted without {@code size=}).
+     */
     private static String freeBytes(Path path) {
         try {
             FileStore store = Files.getFileStore(path);
             if (PosixMemoryProvider.hasNoSizeLimit(store.getTotalSpace())) {
-                return "no size limit (" + store.type() + " reports no blocks)";
+                // A hugetlbfs mounted without size= reports no blocks too, yet holds only what the pool of huge pages has.
+                return PosixMemoryProvider.isHugetlbfs(store)
+                        ? "no size of its own (hugetlbfs mounted without size=): the kernel's pool of huge pages bounds it (the "
+                        + "hugepages line)"
+                        : "no size limit (" + store.type() + " reports no blocks)";
             }
             return Long.toString(store.getUsableSpace());
         } catch (IOException | SecurityException e) {

@@ -92,6 +92,19 @@ class PosixHugePagesTest {
         }
     }
 
+    /**
+     * A hugetlbfs mounted without {@code size=} reports no blocks, as ramfs does, but it is no file
+     * system without a limit: the kernel's pool of huge pages bounds it, which may hold none. Until
+     * 2026-12-07 {@code conduit info} said "free bytes: no size limit (hugetlbfs reports no blocks)"
+     * there, beside the hugepages line that showed the pool empty.
+     */
+    @Test
+    void theProbeSaysTheHugePagePoolBoundsAMountWithoutASizeNotThatItHasNoLimit() {
+        Availability availability = plugin.probe(TestContext.of(mount));
+        assertThat(availability.details().get("free bytes"))
+                .isEqualTo("no size of its own (hugetlbfs mounted without size=): the kernel's pool of huge pages bounds it (the hugepages line)");
+    }
+
     @Test
     void theProbeShowsTheHugePagesAndRulesTheTransportOutThere() {
         Availability availability = plugin.probe(TestContext.of(mount));
