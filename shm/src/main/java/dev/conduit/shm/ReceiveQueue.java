@@ -970,6 +970,15 @@ public final class ReceiveQueue {
     }
 
     /**
+     * Sender side: whether the receiver has handled every record claimed in its queue so far (its
+     * {@link #readPosition} is at the tail): none waits there for it, any sender's.
+     */
+    public boolean readToTheTail() {
+        long read = readPosition();
+        return tailAbove((long) LONG.getVolatile(memory, TAIL_OFFSET), read) - read <= 0;
+    }
+
+    /**
      * Sender side, once the receiver reads nothing more (its worker closed or died): how many
      * messages (MSG and LARGE records) of {@code connection} lie between its {@link #readPosition}
      * and {@code upTo}, the end of that connection's last message, and so were never handled. Walks

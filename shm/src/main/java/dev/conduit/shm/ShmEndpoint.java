@@ -663,6 +663,17 @@ final class ShmEndpoint implements TransportEndpoint {
     }
 
     /**
+     * Whether the peer, which a send of this endpoint waits on, has read every record of its queue
+     * and, for a send that waits for room in the bounce ring, released every payload there: a peer
+     * so drained that makes no progress is idle, not hung, and a send tried again finds the room.
+     * One that keeps payloads ({@code keepDelivered}) beats while it sleeps, and one stopped while
+     * it keeps them still holds the ring.
+     */
+    private boolean peerHoldsNothingBack() {
+        return peer.readToTheTail() && (!waitingForRing || bounce.drained());
+    }
+
+    /**
      * How far the peer, whose lease is free, got in closing its worker: 2, closed (an orderly close
      * marks its queue so before it releases the lease); 1, it began and died during the close; 0,
      * it died. An application's failover tells an orderly restart from a crash by it.
@@ -766,6 +777,12 @@ final class ShmEndpoint implements TransportEndpoint {
                 if (beat != lastHeartbeat) {
                     lastHeartbeat = beat;
                     waitingSince = now;
+                } else if (peerHoldsNothingBack()) {
+                    // Drained and asleep, beating no more: the refused message was never tried again (the runtime's encoder
+                    // threw in its own buffer after the refusal), so nothing waits on the peer. Until 2026-12-07 the wait ran
+                    // on, and the idle peer failed as hung a heartbeat.timeout later
+                    // (ShmTransportTest#aReceiverThatReadItsWholeQueueAndSleepsIsNotJudgedHungByASenderItOnceRefusedRoom).
+                    waitingSince = 0;
                 } else if (now - waitingSince > heartbeatTimeoutNanos) {
                     String key = transport.plugin() + ".heartbeat.timeout";
                     fail(Reason.HUNG, transport.plugin() + ": peer worker is hung: " + (waitingForRing ? "this connection's bounce ring" : "its queue")

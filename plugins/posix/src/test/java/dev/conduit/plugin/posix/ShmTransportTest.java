@@ -4524,6 +4524,101 @@ class ShmTransportTest {
     }
 
     /**
+     * A sender refused room in the receiver's queue that then sends nothing more on the endpoint
+     * (the runtime's send whose encoder threw after the transport refused to encode in place leaves
+     * nothing in the local queue to send again) does not judge the receiver hung once the receiver
+     * has read its whole queue and sleeps in await, which beats no more with nothing to read: no
+     * message of the sender waits on it. Until 2026-12-07 the wait the refusal began ran on, and a
+     * heartbeat.timeout after the receiver's last progress() the sender failed its endpoint "peer
+     * worker is hung: its queue stayed full and it made no progress ...; it had read every message
+     * sent on this endpoint".
+     */
+    @Test
+    void aReceiverThatReadItsWholeQueueAndSleepsIsNotJudgedHungByASenderItOnceRefusedRoom() {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.queue.size", "64k");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "20ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        int sent = 0;
+        while (ep.trySend(1, MemorySegment.NULL, bytes(8, 1))) sent++;
+        receive(receiver, received, sent); // and it sleeps from here on: it never progresses again
+        assertThat(received.ids).as("every message, read").hasSize(sent);
+
+        progressPastTenHeartbeatTimeouts(sender, failure);
+        assertThat(failure.get()).as("the sender's endpoint's failure").isNull();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(8, 2))).as("a send into the queue read to its end").isTrue();
+    }
+
+    /**
+     * The same for a sender refused room in its bounce ring: once the receiver has released every
+     * payload in it and sleeps, nothing of the sender waits on it. Until 2026-12-07 the sender
+     * failed its endpoint "peer worker is hung: this connection's bounce ring stayed full".
+     */
+    @Test
+    void aReceiverThatReleasedTheWholeRingAndSleepsIsNotJudgedHungByASenderItOnceRefusedRoomThere() {
+        Received received = new Received();
+        Transport receiver = transport(received);
+        Transport sender = transport(new Received(), "posix.bounce.size", "64k", "posix.liveness.interval", "1ms",
+                "posix.heartbeat.timeout", "20ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(40_000, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(40_000, 2))).as("a second payload the 64 KiB ring has no room for").isFalse();
+        receive(receiver, received, 1); // released with its handler; and it sleeps from here on
+        assertThat(received.ids).as("the payload, read").containsExactly(1);
+
+        progressPastTenHeartbeatTimeouts(sender, failure);
+        assertThat(failure.get()).as("the sender's endpoint's failure").isNull();
+        assertThat(ep.trySend(3, MemorySegment.NULL, bytes(40_000, 3))).as("a payload into the released ring").isTrue();
+    }
+
+    /**
+     * A receiver that read every record of its queue but keeps the payload that fills a sender's
+     * bounce ring, and makes no progress (stopped), still holds that sender's next large message
+     * back: it is judged hung, naming the ring. Its empty queue does not end the wait as it ends
+     * one for a receiver that released the whole ring
+     * ({@link #aReceiverThatReleasedTheWholeRingAndSleepsIsNotJudgedHungByASenderItOnceRefusedRoomThere}).
+     */
+    @Test
+    void aReceiverThatKeepsThePayloadFillingASendersRingAndMakesNoProgressIsJudgedHungNamingTheRing() {
+        List<Runnable> releases = new ArrayList<>();
+        Transport[] self = new Transport[1];
+        MessageSink keeping = new MessageSink() {
+            @Override
+            public void onMessage(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                  MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                Runnable release = self[0].keepDelivered();
+                if (release != null) releases.add(release);
+            }
+        };
+        Transport receiver = transport(keeping);
+        self[0] = receiver;
+        Transport sender = transport(new Received(), "posix.bounce.size", "64k", "posix.liveness.interval", "1ms",
+                "posix.heartbeat.timeout", "20ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(40_000, 1))).isTrue();
+        for (int i = 0; i < 100_000 && releases.isEmpty(); i++) progressOrPause(receiver); // and it makes no progress from here on
+        assertThat(releases).as("the payload, kept").hasSize(1);
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(40_000, 2))).as("a second payload the 64 KiB ring has no room for").isFalse();
+
+        untilFailed(sender, failure);
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.HUNG);
+        assertThat(failure.get()).hasMessageContaining("this connection's bounce ring stayed full");
+    }
+
+    /**
+     * Progresses {@code sender}, whose heartbeat.timeout is 20 ms, for ten of them or until an
+     * endpoint fails: a time given the liveness checks to judge in, not one asked of anything.
+     */
+    private static void progressPastTenHeartbeatTimeouts(Transport sender, AtomicReference<PeerFailedException> failure) {
+        for (long end = System.nanoTime() + 200_000_000L; System.nanoTime() - end < 0 && failure.get() == null; ) {
+            if (sender.progress() == 0) LockSupport.parkNanos(100_000);
+        }
+    }
+
+    /**
      * An endpoint that closes while the peer's queue is full sends its CLOSE later, as it
      * progresses, so that the peer releases its side of the connection (its watch of the sender's
      * lease, its mapping of the bounce ring) while the sender lives on. It used to give up after
