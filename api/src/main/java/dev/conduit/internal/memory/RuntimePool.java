@@ -81,7 +81,7 @@ public final class RuntimePool implements Pool {
         this.provider = provider;
         try {
             this.pageSize = provider.pageSize();
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): past Conduit.pool's close of the provider
             throw PluginRecord.failed(plugin, "its memory provider's pageSize()", e);
         }
         if (pageSize <= 0 || Long.bitCount(pageSize) != 1) {
@@ -178,7 +178,7 @@ public final class RuntimePool implements Pool {
                 throw new ConduitException("pool of plugin '" + plugin + "': could not take a chunk of " + length + " bytes (pool.chunk.size; "
                         + "allocations up to a quarter of it share chunks of that size): " + e.getMessage() + ". Lower pool.chunk.size if "
                         + "chunks of that size cannot fit where the plugin allocates", e);
-            } catch (RuntimeException e) {
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                 throw PluginRecord.failed(plugin, "its memory provider's allocate(" + length + ")", e);
             }
             MemorySegment segment = chunk == null ? null : segmentOf(chunk);
@@ -279,6 +279,9 @@ public final class RuntimePool implements Pool {
             } catch (RuntimeException | Error e) {
                 dedicated.remove(chunk);
                 throw e;
+            } catch (Exception undeclared) { // a checked one, thrown undeclared (Kotlin, @SneakyThrows): named, as Region.close declares none
+                dedicated.remove(chunk);
+                throw PluginRecord.failed(plugin, "its memory provider's free()", undeclared);
             }
             dedicated.remove(chunk);
             heldBytes -= chunk.segment.byteSize();
@@ -321,7 +324,7 @@ public final class RuntimePool implements Pool {
                                 + "at the region's close (" + refused.getMessage() + "), which revoked the chunk's export, and it "
                                 + "exports the chunk no more: " + e.getMessage() + ". Close the region again once no thread is in "
                                 + "a native call on its memory, and share a region allocated afresh", e);
-                    } catch (RuntimeException e) {
+                    } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
                         throw PluginRecord.failed(plugin, "its memory provider's export()", e);
                     }
                     if (payload == null || payload.length == 0 || payload.length > IpcHandle.MAX_PAYLOAD) {
@@ -397,7 +400,11 @@ public final class RuntimePool implements Pool {
             } finally {
                 providerLock.unlock();
             }
-            provider.close();
+            try {
+                provider.close();
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): named, as Pool.close declares none
+                throw e instanceof RuntimeException refused ? refused : PluginRecord.failed(plugin, "its memory provider's close()", e);
+            }
             providerClosed = true;
             // Only now: a pool whose provider refused to close stays with its Conduit, whose close tries it again.
             onClose.accept(this);

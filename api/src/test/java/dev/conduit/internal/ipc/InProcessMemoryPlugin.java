@@ -55,6 +55,12 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger abandoningFrees = new AtomicInteger();
     /** How many of the next provider closes fail, as one with memory still in use does (devdax keeps its device then). */
     public final AtomicInteger failingProviderCloses = new AtomicInteger();
+    /**
+     * What the next call of a provider's operation, named by its method ({@code "pageSize"},
+     * {@code "allocate"}, {@code "export"}, {@code "free"}, {@code "close"}), throws, once: a checked
+     * exception too, undeclared, as a plugin in Kotlin or with {@code @SneakyThrows} may.
+     */
+    public final Map<String, Throwable> providerThrows = new ConcurrentHashMap<>();
     /** What imported mappings answer to {@link ChunkMapping#exporterState()}, asked each time. */
     public volatile dev.conduit.spi.ExporterState exporterState = dev.conduit.spi.ExporterState.UNKNOWN;
     /** Whether imported mappings say that an access cannot fault ({@link ChunkMapping#mayFault()}), as memfd's sealed ones do. */
@@ -172,6 +178,16 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
         };
     }
 
+    private void throwIfAsked(String operation) {
+        Throwable thrown = providerThrows.remove(operation);
+        if (thrown != null) throw InProcessMemoryPlugin.<RuntimeException>sneaky(thrown);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> E sneaky(Throwable e) throws E {
+        throw (E) e;
+    }
+
     private record InProcessChunk(Arena arena, MemorySegment segment, long[] token) implements Chunk {
     }
 
@@ -182,11 +198,13 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
         @Override
         public long pageSize() {
+            throwIfAsked("pageSize");
             return pageSize;
         }
 
         @Override
         public Chunk allocate(long size) {
+            throwIfAsked("allocate");
             if (size > largestChunk) {
                 throw new ConduitException("no room for a chunk of " + size + " bytes: at most " + largestChunk + " (on purpose)");
             }
@@ -199,6 +217,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
         @Override
         public byte[] export(Chunk chunk) {
+            throwIfAsked("export");
             InProcessChunk c = (InProcessChunk) chunk;
             if (refusesExportAfterRefusedFree && refusedFrees.contains(c)) {
                 throw new IllegalStateException("cannot export " + c + ": its free failed, so no importer would accept its export");
@@ -211,6 +230,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
         @Override
         public void free(Chunk chunk) {
+            throwIfAsked("free");
             InProcessChunk c = (InProcessChunk) chunk;
             if (failingFrees.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                 exported.remove(c.token()[0]);
@@ -231,6 +251,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
 
         @Override
         public void close() {
+            throwIfAsked("close");
             if (failingProviderCloses.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                 throw new ConduitException("provider close failed on purpose: memory still in use");
             }

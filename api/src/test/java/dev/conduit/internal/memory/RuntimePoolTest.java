@@ -559,6 +559,47 @@ class RuntimePoolTest {
         }
     }
 
+    /**
+     * A provider in Kotlin, or with {@code @SneakyThrows}, may throw a checked exception its
+     * methods do not declare: each is named as the plugin's fault, as an unchecked one is. Until
+     * 2026-12-07 each passed bare, past the pool's catches of {@code RuntimeException}: from
+     * {@code pageSize()} past the clean-up of {@code Conduit.pool}, too, which left the provider
+     * open for good; a free's kept the chunk among the pool's own chunks.
+     */
+    @Test
+    void aProviderThatThrowsACheckedExceptionUndeclaredIsNamedAsThePluginsFaultAndClosedWhenNoPoolIsMade() {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
+                .set("pool.chunk.size", Long.toString(CHUNK)).build();
+        plugin.providerThrows.put("pageSize", new IOException("pageSize: Input/output error"));
+        assertThatThrownBy(() -> conduit.pool("inproc")).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inproc' failed in its memory provider's pageSize(): java.io.IOException: "
+                        + "pageSize: Input/output error. That is no ConduitException").hasCauseInstanceOf(IOException.class);
+        assertThat(plugin.providersClosed).as("the provider of the pool never made is closed").hasValue(1);
+
+        Pool local = conduit.pool("inproc");
+        for (String operation : List.of("allocate", "export", "free", "close")) {
+            plugin.providerThrows.put(operation, new IOException(operation + ": Input/output error"));
+        }
+        assertThatThrownBy(() -> local.allocate(64)).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inproc' failed in its memory provider's allocate(" + CHUNK + "): java.io.IOException")
+                .hasCauseInstanceOf(IOException.class);
+        Region shared = local.allocate(64);
+        assertThatThrownBy(shared::exportHandle).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inproc' failed in its memory provider's export(): java.io.IOException")
+                .hasCauseInstanceOf(IOException.class);
+        Region own = local.allocate(2 * CHUNK);
+        assertThatThrownBy(own::close).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inproc' failed in its memory provider's free(): java.io.IOException")
+                .hasCauseInstanceOf(IOException.class);
+        assertThat(own.isOpen()).as("a failed free is not tried again").isFalse();
+
+        assertThatThrownBy(local::close).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inproc' failed in its memory provider's close(): java.io.IOException")
+                .hasCauseInstanceOf(IOException.class);
+        local.close();
+        assertThat(plugin.providersClosed).as("the pool's next close closed it").hasValue(2);
+    }
+
     /** An export that returns null, which MemoryProvider.export never does, is named as the plugin's fault, not as a length. */
     @Test
     void anExportThatReturnsNullIsCalledThePluginsFault() {
