@@ -764,12 +764,15 @@ public final class IpcCache implements AutoCloseable {
      * that made it is done, as a release's eviction under a bound of 0 is, and until 2026-12-07 the
      * plugin's bare exception came out of it, naming no plugin
      * (IpcCacheEntryBoundTest#anUnmapThatFailsAtTheLastCloseOfARegionEvictedWhileOpenIsLoggedNotThrown).
+     * A checked exception the unmap threw undeclared (Kotlin, {@code @SneakyThrows}) is logged too:
+     * until 2026-12-07 it passed bare
+     * (IpcCacheEntryBoundTest#anUnmapThatThrowsACheckedExceptionUndeclaredWhenTheCountEvictsIsLoggedNotThrown).
      * The JVM's own errors go on.
      */
     private void unmapEvicted(Entry e, String cause) {
         try {
             unmap(e, cause);
-        } catch (RuntimeException | Error failure) {
+        } catch (Throwable failure) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
             BestEffortLog.warnUnlessTheJvmsOwn(LOG, () -> "IPC cache: " + e.plugin + " could not unmap export " + Long.toHexString(e.exportId)
                     + " (" + e.length + " bytes) that the cache evicted (" + cause + "): " + failure
                     + "; the plugin's mapping may stay until the process exits", failure);
@@ -830,7 +833,10 @@ public final class IpcCache implements AutoCloseable {
      * through it. Their segments then throw {@link IllegalStateException} on access; none can reach
      * unmapped memory. A mapping that fails to close (a thread still inside a native call with its
      * segment, say) does not keep the others mapped: every entry is tried, the failures are thrown
-     * together, and a failed entry is dead all the same (its region reports itself closed). The
+     * together, and a failed entry is dead all the same (its region reports itself closed). So does
+     * a mapping whose close throws a checked exception undeclared (Kotlin, {@code @SneakyThrows}):
+     * until 2026-12-07 it left the loop, bare, and the entries after it stayed mapped for good
+     * (IpcCacheTest#aMappingWhoseCloseThrowsACheckedExceptionUndeclaredKeepsNoOtherMapped). The
      * entries are also taken from the hit index, which holds each one a region can be open on from
      * before its first region opens until it is dead, wherever it is on its way from the cache to
      * the entries evicted while open.
@@ -864,7 +870,7 @@ public final class IpcCache implements AutoCloseable {
             if (!detachAndKill(e)) continue;
             try {
                 unmap(e, "conduit closed");
-            } catch (RuntimeException | Error unmapFailed) { // a plugin's Error too: the others are still unmapped
+            } catch (Throwable unmapFailed) { // a plugin's Error too, or a checked one thrown undeclared: the others are still unmapped
                 if (failure == null) failure = new ConduitException("unmapping imported regions failed; the causes are suppressed");
                 failure.addSuppressed(unmapFailed);
             }

@@ -39,8 +39,11 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public final AtomicInteger providersClosed = new AtomicInteger();
     /** How many of the next unmaps fail (after counting themselves), as a mapping still in use does. */
     public final AtomicInteger failingUnmaps = new AtomicInteger();
-    /** When set, the next unmap throws it instead of unmapping (an Error: a fault in the plugin's own code). */
-    public final java.util.concurrent.atomic.AtomicReference<Error> unmapError = new java.util.concurrent.atomic.AtomicReference<>();
+    /**
+     * When set, the next unmap throws it instead of unmapping: an Error (a fault in the plugin's own
+     * code), or a checked exception, undeclared, as a plugin in Kotlin or with {@code @SneakyThrows} may.
+     */
+    public final java.util.concurrent.atomic.AtomicReference<Throwable> unmapError = new java.util.concurrent.atomic.AtomicReference<>();
     /** The context class loader of the thread that made the last unmap, as a plugin's ServiceLoader lookup there would see it. */
     public final java.util.concurrent.atomic.AtomicReference<ClassLoader> unmapContextLoader = new java.util.concurrent.atomic.AtomicReference<>();
     /**
@@ -168,8 +171,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
             public void close() {
                 unmapContextLoader.set(Thread.currentThread().getContextClassLoader());
                 unmaps.incrementAndGet();
-                Error error = unmapError.getAndSet(null);
-                if (error != null) throw error;
+                Throwable error = unmapError.getAndSet(null);
+                if (error != null) throw InProcessMemoryPlugin.<RuntimeException>sneaky(error);
                 if (failingUnmaps.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                     throw new IllegalStateException("Session is acquired by 1 clients");
                 }

@@ -284,6 +284,25 @@ class IpcCacheEntryBoundTest {
     }
 
     /**
+     * The same for an unmap that throws a checked exception it does not declare (a plugin in
+     * Kotlin, or with {@code @SneakyThrows}): until 2026-12-07 it passed the catch of the eviction's
+     * unmap, bare, out of the release that made room, region B's close.
+     */
+    @Test
+    void anUnmapThatThrowsACheckedExceptionUndeclaredWhenTheCountEvictsIsLoggedNotThrown() {
+        Pool pool = open("1").pool("inproc");
+        conduit.importRegion(pool.allocate(CHUNK).exportHandle()).close(); // A: unused, weighs
+        ImportedRegion b = conduit.importRegion(pool.allocate(CHUNK).exportHandle());
+        plugin.unmapError.set(new java.io.IOException("munmap: Input/output error"));
+
+        Throwable bClose = org.assertj.core.api.Assertions.catchThrowable(b::close); // B's drop to 0 trims A, whose unmap throws
+
+        assertThat(bClose).as("B's close, which made room").isNull();
+        assertThat(plugin.unmaps).as("A's unmap, tried").hasValue(1);
+        assertThat(conduit.ipcCacheStats().entries()).as("B, cached").isEqualTo(1);
+    }
+
+    /**
      * A region whose chunk the bound took out of the cache while it was open unmaps the chunk at its
      * close; a plugin's unmap that fails there is logged, as on any eviction, and the close returns:
      * the region's release is done, and the failure is the plugin's. Until 2026-12-07 the plugin's

@@ -1349,6 +1349,17 @@ class IpcCacheTest {
                 suppressed -> assertThat(suppressed).isInstanceOf(InternalError.class));
     }
 
+    /**
+     * The same when the plugin's unmap throws a checked exception it does not declare (a plugin in
+     * Kotlin, or with {@code @SneakyThrows}): until 2026-12-07 it left the loop, bare, the other
+     * region mapped for good, and came out of the Conduit's close in place of the ConduitException.
+     */
+    @Test
+    void aMappingWhoseCloseThrowsACheckedExceptionUndeclaredKeepsNoOtherMapped() {
+        closeWithOneUnmapFailing(() -> plugin.unmapError.set(new java.io.IOException("munmap: Input/output error")),
+                suppressed -> assertThat(suppressed).isInstanceOf(java.io.IOException.class));
+    }
+
     /** Imports two regions, arms one unmap to fail, closes the Conduit: both are tried, both dead, the failure thrown. */
     private void closeWithOneUnmapFailing(Runnable armFailure, java.util.function.Consumer<Throwable> checkFailure) {
         Pool pool = open(1 << 30).pool("inproc");
