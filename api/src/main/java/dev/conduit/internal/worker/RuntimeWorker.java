@@ -719,19 +719,36 @@ public final class RuntimeWorker implements Worker {
      * The action that releases the payload transport {@code i} is delivering on this thread, kept
      * where it lies ({@code Transport.keepDelivered}), or null when the transport cannot keep it.
      * Called from a handler, inside the transport's progress: the thread holds the worker already.
+     * A checked exception the action throws undeclared (Kotlin, {@code @SneakyThrows}) is named as
+     * the plugin's fault, so that {@code KeptPayload.close()} keeps the payload open for a later
+     * close, as it does for an unchecked one: until 2026-12-07 it passed bare, and the payload read
+     * closed but was never given back, its room in the transport's memory taken while the worker
+     * lived (KeptPayloadTest#aReleaseThatThrowsACheckedExceptionUndeclaredIsNamedAndALaterCloseGivesThePayloadBack).
      *
      * @throws ConduitException when the transport fails to keep it, naming the transport
      * @throws IllegalStateException as the transport threw it: closed under the handler (a forced close)
      */
     Runnable keepDelivered(int i) {
+        Runnable release;
         try {
-            return transports[i].keepDelivered();
+            release = transports[i].keepDelivered();
         } catch (IllegalStateException e) {
             throw e; // closed under the call, as for every transport call: not the plugin's fault, and copying would not help
-        } catch (RuntimeException | LinkageError e) {
+        } catch (Exception | LinkageError e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
             throw new ConduitException("transport '" + transportNames[i] + "' failed to keep the payload it delivered "
                     + "(Message.keepPayload()): " + describe(e) + "; copy the payload instead (payloadToArray(), copyPayload(...))", e);
         }
+        if (release == null) return null;
+        String plugin = transportNames[i];
+        return () -> {
+            try {
+                release.run();
+            } catch (RuntimeException e) {
+                throw e; // as it is: KeptPayload.close keeps the payload open for a later close
+            } catch (Exception e) { // a checked one, thrown undeclared (Kotlin, @SneakyThrows): past KeptPayload.close's catch
+                throw PluginRecord.failed(plugin, "the release of a payload it kept (Transport.keepDelivered)", e);
+            }
+        };
     }
 
     /**
@@ -1287,6 +1304,8 @@ public final class RuntimeWorker implements Worker {
                             throw mappedMemoryFault(e, transportNames[wakeup]); // await reads the queue too (its liveness checks)
                         } catch (RuntimeException e) {
                             throw closedOr(e);
+                        } catch (Exception e) { // a checked one, thrown undeclared (Kotlin, @SneakyThrows): the plugin's fault, as progress()'s
+                            throw closedOr(RuntimeEndpoint.thrownBy(transportNames[wakeup], "await", e));
                         } finally {
                             d.inTransport--;
                         }

@@ -8,6 +8,7 @@ import dev.conduit.Worker;
 import dev.conduit.internal.ipc.InProcessMemoryPlugin;
 import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConcurrentUseException;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.HangGuard;
@@ -788,6 +789,25 @@ class EndpointThreadingTest {
         assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).isTrue();
         signaller.get(WAIT_SECONDS, TimeUnit.SECONDS);
         assertThat(worker.await(Duration.ofMillis(10))).as("a signal wakes once").isFalse();
+    }
+
+    /**
+     * A transport whose await throws a checked exception it does not declare (a plugin in Kotlin
+     * whose sleep polls a pipe) is named as the plugin's fault, as its progress's is, and the
+     * worker goes on once the plugin does. Until 2026-12-07 the bare IOException came out of
+     * {@code Worker.await}, past the catch of {@code RuntimeException}, naming no plugin.
+     */
+    @Test
+    void aTransportsCheckedExceptionFromAwaitIsNamedAsThePluginsFault() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
+        java.io.IOException brokenPipe = new java.io.IOException("Broken pipe");
+        plugin.transport().awaitChecked = brokenPipe;
+        assertThatThrownBy(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS))).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo' failed in await(): java.io.IOException: Broken pipe").hasCause(brokenPipe);
+        plugin.transport().awaitChecked = null;
+        worker.signal();
+        assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).as("the worker goes on once the plugin does").isTrue();
     }
 
     @Test

@@ -118,6 +118,32 @@ class KeptPayloadTest {
         assertThat(p.plugin().keptReleases).as("a closed payload is not released again by the worker's close").hasValue(1);
     }
 
+    /**
+     * A transport's release action that throws a checked exception it does not declare (a plugin
+     * in Kotlin) is named as the plugin's fault, and leaves the payload open for a later close to
+     * give back, as a release that throws an unchecked one does. Until 2026-12-07 the bare
+     * IOException came out of {@code close()}, and the payload read closed but was never given
+     * back: no later close, nor the worker's, tried again, and its room in the transport's memory
+     * stayed taken while the worker lived.
+     */
+    @Test
+    void aReleaseThatThrowsACheckedExceptionUndeclaredIsNamedAndALaterCloseGivesThePayloadBack() {
+        Pair p = pair(true);
+        List<KeptPayload> kept = keepAll(p.receiver(), new ArrayList<>());
+        p.endpoint().send(1, payload(3, 10));
+        progressUntil(() -> kept.size() == 1, p.sender(), p.receiver());
+        java.io.IOException badDescriptor = new java.io.IOException("Bad file descriptor");
+        p.plugin().keptReleaseFailure = badDescriptor;
+
+        KeptPayload k = kept.getFirst();
+        assertThatThrownBy(k::close).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo' failed in the release of a payload it kept (Transport.keepDelivered): "
+                        + "java.io.IOException: Bad file descriptor").hasCause(badDescriptor);
+        assertThat(k.segment().get(ValueLayout.JAVA_BYTE, 0)).as("still open").isEqualTo((byte) 3);
+        k.close();
+        assertThat(p.plugin().keptReleases).as("given back by the later close").hasValue(1);
+    }
+
     @Test
     void theWorkersCloseClosesThePayloadsKeptFromItBeforeItsTransports() {
         Pair p = pair(true);
@@ -215,7 +241,8 @@ class KeptPayloadTest {
      * says so with an {@code IllegalStateException}, which {@code keepPayload} passes on as it is,
      * as the runtime does for every transport call; it was wrapped as the transport's failure to
      * keep the payload, with the remedy of copying it. Any other exception of the plugin's is still
-     * named as its fault.
+     * named as its fault: a checked one it threw undeclared (a plugin in Kotlin) too, which until
+     * 2026-12-07 passed bare out of {@code keepPayload}.
      */
     @Test
     void aTransportClosedUnderTheHandlerIsAnIllegalStateAndAPluginsBugIsNamed() {
@@ -234,10 +261,15 @@ class KeptPayloadTest {
         p.plugin().keepFailure = new NullPointerException("a bug");
         p.endpoint().send(1, payload(2, 10));
         progressUntil(() -> thrown.size() == 2, p.sender(), p.receiver());
+        p.plugin().keepFailure = new java.io.IOException("Bad file descriptor");
+        p.endpoint().send(1, payload(3, 10));
+        progressUntil(() -> thrown.size() == 3, p.sender(), p.receiver());
 
         assertThat(thrown.getFirst()).isExactlyInstanceOf(IllegalStateException.class).hasMessage("transport 'lo' is closed");
         assertThat(thrown.get(1)).isInstanceOf(dev.conduit.spi.ConduitException.class)
                 .hasMessageContaining("transport 'lo' failed to keep the payload").hasCauseInstanceOf(NullPointerException.class);
+        assertThat(thrown.get(2)).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("transport 'lo' failed to keep the payload").hasCauseInstanceOf(java.io.IOException.class);
         assertThat(p.plugin().keptReleases).hasValue(0);
     }
 }

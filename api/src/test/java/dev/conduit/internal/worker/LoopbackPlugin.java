@@ -127,8 +127,13 @@ final class LoopbackPlugin implements ConduitPlugin {
      * each release action adds "kept payload" to {@link #closes}, and counts in {@link #keptReleases}.
      */
     volatile boolean keepsDelivered;
-    /** When set, {@code keepDelivered} throws it, as a plugin's bug or a transport closed under the handler does. */
-    volatile RuntimeException keepFailure;
+    /**
+     * When set, {@code keepDelivered} throws it, as a plugin's bug or a transport closed under the
+     * handler does: a checked exception too, undeclared, as a plugin in Kotlin may.
+     */
+    volatile Exception keepFailure;
+    /** When set, the next release action throws it instead of releasing, undeclared, as a plugin in Kotlin may throw an IOException. */
+    volatile Exception keptReleaseFailure;
     final AtomicLong keptReleases = new AtomicLong();
     /** What was closed, in order: "endpoint#n", "transport" and "kept payload". */
     final List<String> closes = Collections.synchronizedList(new ArrayList<>());
@@ -251,6 +256,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         volatile Error signalError;
         /** Thrown by signal() while set, undeclared: a plugin in Kotlin whose wake fails with an IOException (a pipe gone, say). */
         volatile Exception signalChecked;
+        /** Thrown by await() while set, undeclared: a plugin in Kotlin whose sleep polls a pipe gone bad (IOException). */
+        volatile Exception awaitChecked;
         /** Run by await() as it starts: what happens as a thread comes to sleep (another thread's close, say). */
         volatile Runnable beforeAwait = () -> { };
         /** When set, await() on a closed transport throws IllegalStateException, as shm's does (its ensureOpen). */
@@ -358,11 +365,14 @@ final class LoopbackPlugin implements ConduitPlugin {
 
         @Override
         public Runnable keepDelivered() {
-            RuntimeException failure = plugin.keepFailure;
-            if (failure != null) throw failure;
+            Exception failure = plugin.keepFailure;
+            if (failure != null) throw LoopbackTransport.<RuntimeException>sneaky(failure);
             if (!plugin.keepsDelivered) return null;
             if (!inProgress) throw new AssertionError("keepDelivered called outside the delivery of a message");
             return () -> {
+                Exception releaseFailure = plugin.keptReleaseFailure;
+                plugin.keptReleaseFailure = null;
+                if (releaseFailure != null) throw LoopbackTransport.<RuntimeException>sneaky(releaseFailure);
                 plugin.keptReleases.incrementAndGet();
                 plugin.closes.add("kept payload");
             };
@@ -467,6 +477,7 @@ final class LoopbackPlugin implements ConduitPlugin {
         public boolean await(long timeoutNanos) {
             awaitThreads.add(Thread.currentThread());
             beforeAwait.run();
+            if (awaitChecked != null) throw LoopbackTransport.<RuntimeException>sneaky(awaitChecked);
             if (awaitRefusedOnceClosed && closed) throw new IllegalStateException("loopback transport " + key + " is closed");
             enter();
             boolean interruptedWhileDeaf = false;
