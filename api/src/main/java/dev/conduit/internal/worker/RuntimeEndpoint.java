@@ -1222,8 +1222,11 @@ final class RuntimeEndpoint implements Endpoint {
      * Hands what the queue holds to the transport until it refuses one.
      *
      * @return what the transport threw, else null: a {@code RuntimeException} (a {@link PeerFailedException}: the peer
-     *         failed) for the close's WARNING to name, the rest of the queue being discarded anyway; an {@code Error} for
-     *         the close to throw once it closed the rest (thrown from here, it left the endpoint open for good)
+     *         failed) for the close's WARNING to name, the rest of the queue being discarded anyway, a checked exception
+     *         thrown undeclared (Kotlin, {@code @SneakyThrows}) named as the plugin's fault ({@link #thrownBy}); an
+     *         {@code Error} for the close to throw once it closed the rest (thrown from here, it left the endpoint open for
+     *         good, as a checked one did until 2026-12-07:
+     *         EndpointMessagingTest#aCheckedExceptionWhileAClosingEndpointHandsOverItsBacklogStillClosesIt)
      */
     private Throwable drainQuietly() {
         try {
@@ -1232,6 +1235,8 @@ final class RuntimeEndpoint implements Endpoint {
             }
         } catch (RuntimeException | Error e) {
             return e;
+        } catch (Exception e) { // a checked one, thrown undeclared: past the close, it left the endpoint open for good
+            return thrownBy(transport, "trySend", e);
         }
         return null;
     }

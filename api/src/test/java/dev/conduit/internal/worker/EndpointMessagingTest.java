@@ -1826,6 +1826,28 @@ class EndpointMessagingTest {
         assertThat(p.transportEndpoint().trySends).as("a later close does not meet the backlog again").hasValue(sendsTried);
     }
 
+    /**
+     * The same for a checked exception the transport's send throws undeclared (a plugin in Kotlin) as a close hands the
+     * backlog over: it is named as the plugin's fault in the close's WARNING, as an unchecked one is, and the endpoint
+     * is closed. Until 2026-12-07 it passed drainQuietly's catch and left close(boolean) bare, before the endpoint was
+     * marked closed: the transport's endpoint stayed open, and every later close met the backlog again.
+     */
+    @Test
+    void aCheckedExceptionWhileAClosingEndpointHandsOverItsBacklogStillClosesIt() {
+        Pair p = pair(1);
+        p.endpoint().send(1, longs(1));
+        p.endpoint().send(1, longs(2)); // waits in the endpoint's backlog
+        p.transportEndpoint().sendFault = new java.io.IOException("Broken pipe");
+
+        assertThat(catchThrowable(p.endpoint()::close)).as("the close, whose discarded backlog a WARNING names").isNull();
+
+        assertThat(p.plugin().closes).as("the transport's endpoint").containsExactly("endpoint#0");
+        long sendsTried = p.transportEndpoint().trySends.get();
+        p.endpoint().close();
+        assertThat(p.transportEndpoint().trySends).as("a later close does not meet the backlog again").hasValue(sendsTried);
+        p.transportEndpoint().sendFault = null;
+    }
+
     @Test
     void anErrorHandlersExceptionLeavesProgressLikeAMessageHandlers() {
         Pair p = pair(4);
