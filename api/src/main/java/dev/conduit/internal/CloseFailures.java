@@ -16,7 +16,12 @@ public final class CloseFailures {
     private CloseFailures() {
     }
 
-    /** Throws {@code failure} as it is, whichever kind it is (a close kept it to report later); nothing when it is null. */
+    /**
+     * Throws {@code failure} as it is, whichever kind it is (a close kept it to report later); nothing when it is null.
+     * It is a {@code RuntimeException} or an {@code Error}: a checked exception a plugin threw undeclared (Kotlin,
+     * {@code @SneakyThrows}) would pass here unthrown, so each caller names one as the plugin's fault before it keeps it
+     * ({@code RuntimeEndpoint.thrownBy}), as every caller does since 2026-12-07.
+     */
     public static void rethrow(Throwable failure) {
         if (failure instanceof RuntimeException e) throw e;
         if (failure instanceof Error e) throw e;
