@@ -16,11 +16,12 @@ final class ConduitOptions {
 
     static final String VERBOSE = "--verbose";
 
-    // Not final: picocli assigns option fields by reflection.
+    // Not final: picocli assigns option fields by reflection. Of a type of its own: picocli makes a new map of the field's
+    // type at each parse, and puts into it what it parsed.
     @Option(names = {"-D", "--set"}, paramLabel = "KEY=VALUE",
             description = "Sets a configuration key as the builder would: the strongest source. Repeatable; the last value "
                     + "of a key wins; the conduit. prefix is optional. E.g. --set transports=memfd, -D shared.dir=/mnt/shm.")
-    private Map<String, String> settings = new LinkedHashMap<>();
+    private InOrderGiven settings = new InOrderGiven();
 
     // Read by ConduitCommand's failure handler through the parse result, not through this field.
     @Option(names = {"-v", VERBOSE}, description = "On failure, prints the stack trace too, not only the message.")
@@ -35,5 +36,33 @@ final class ConduitOptions {
     ConduitBuilder applyTo(ConduitBuilder builder) {
         settings.forEach(builder::set);
         return builder;
+    }
+
+    /**
+     * The settings in the order their last values were given: a key given again moves to the end.
+     * picocli puts each value of a repeated option into the map, and a plain map keeps a key where
+     * it was first put, so until 2026-12-07 {@code --set x=1 -Dconduit.x=2 --set x=3} gave the
+     * builder {@code x=3} before {@code conduit.x=2}, the same key to it, and 2 won
+     * (ConduitCommandTest#theLastValueOfAKeyWinsWhateverSpellingsItWasGivenIn).
+     */
+    public static final class InOrderGiven extends LinkedHashMap<String, String> {
+        @java.io.Serial private static final long serialVersionUID = 1L;
+
+        /** For picocli, which makes a map of the option's type at each parse. */
+        public InOrderGiven() {
+        }
+
+        @Override
+        public String put(String key, String value) {
+            String before = remove(key);
+            super.put(key, value);
+            return before;
+        }
+
+        /** picocli adds each value through putAll, which a LinkedHashMap does without put. */
+        @Override
+        public void putAll(Map<? extends String, ? extends String> values) {
+            values.forEach(this::put);
+        }
     }
 }

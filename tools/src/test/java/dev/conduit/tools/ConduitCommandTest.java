@@ -150,6 +150,20 @@ class ConduitCommandTest {
     }
 
     /**
+     * A key given again in the other spelling, then again as at first, is still the last value
+     * given: picocli keeps a repeated option's map entry where it was first put, so the builder
+     * was given the plain spelling's last value first and the prefixed one after it, which won.
+     */
+    @Test
+    void theLastValueOfAKeyWinsWhateverSpellingsItWasGivenIn() {
+        Result result = conduit.run("info", "--set", "alpha.depth=8", "-Dconduit.alpha.depth=7", "--set", "alpha.depth=9", "--json");
+
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+        Map<String, Object> alpha = Json.plugin(JsonParser.parseObject(result.out()), "alpha");
+        assertThat(Json.entry(Json.list(alpha, "configuration"), "alpha.depth")).containsEntry("value", "9");
+    }
+
+    /**
      * Output that could not be written (a full disk, a pipe whose reader is gone) was a success:
      * PrintWriter, and System.out under it, only flag a failed write, so {@code conduit info --json
      * > info.json} on a full disk exited with 0 and left an empty or truncated file.
