@@ -159,8 +159,25 @@ final class PluginDirectory {
         }
     }
 
+    /**
+     * A jar, or a symbolic link named as one whose target is gone: skipped as no file, that plugin
+     * went missing without a word until 2026-12-07; {@link #loadPlugin} reports it.
+     */
     private static boolean isJar(Path p) {
-        return Files.isRegularFile(p) && p.getFileName().toString().endsWith(".jar");
+        return p.getFileName().toString().endsWith(".jar") && (Files.isRegularFile(p) || isDanglingLink(p));
+    }
+
+    private static boolean isDanglingLink(Path p) {
+        return Files.isSymbolicLink(p) && !Files.exists(p);
+    }
+
+    /** Where the symbolic link {@code link} points, as it says, or why that cannot be read. */
+    private static String target(Path link) {
+        try {
+            return Files.readSymbolicLink(link).toString();
+        } catch (IOException e) {
+            return "a target it cannot say (" + e + ")";
+        }
     }
 
     private static List<Candidate> loadPlugin(Path entry, List<Path> jars, ModuleLayer parent) {
@@ -171,6 +188,12 @@ final class PluginDirectory {
         // would look like one without META-INF/services, its user sent to add a declaration it may well have), and a module
         // finder's refusal would be met with the remedy for a missing dependency.
         for (Path jar : jars) {
+            if (isDanglingLink(jar)) {
+                found.add(Candidate.broken(entry.getFileName().toString(), where.substring(0, where.length() - 2),
+                        "cannot read " + jar + ": it is a symbolic link to " + target(jar) + ", which does not exist: point it at the "
+                                + "plugin's jar, or remove it"));
+                return found;
+            }
             try (ZipFile readable = new ZipFile(jar.toFile())) {
                 readable.size();
             } catch (IOException e) {

@@ -147,6 +147,31 @@ class PluginDirectoryTest {
     }
 
     /**
+     * A jar that is a symbolic link to a file no longer there (a plugin's jar linked from where a
+     * package manager put it, then upgraded away) is reported, at the top of the directory and in
+     * a plugin's sub-directory, naming the link, where it points and what to do: until 2026-12-07
+     * it was skipped in silence (a sub-directory of it alone was no plugin at all, one with other
+     * jars was loaded without it), and a user who named the plugin in transports was told only
+     * that it was not found.
+     */
+    @Test
+    void aJarThatIsASymbolicLinkToAMissingFileIsReportedNamingTheLinkAndWhereItPoints() throws IOException {
+        Path dir = tmp.resolve("dangling");
+        Files.createDirectories(dir.resolve("p"));
+        Path gone = tmp.resolve("upgraded-away/verbs-1.2.jar");
+        Files.createSymbolicLink(dir.resolve("verbs.jar"), gone);
+        Files.createSymbolicLink(dir.resolve("p/plugin.jar"), gone);
+        for (List<Candidate> found : List.of(PluginDirectory.load(dir, null, "the builder"), PluginDirectory.load(dir, runtimeLayer(), "the builder"))) {
+            assertThat(found).hasSize(2).allSatisfy(c -> assertThat(c.plugin()).isNull());
+            for (Path link : List.of(dir.resolve("p/plugin.jar"), dir.resolve("verbs.jar"))) {
+                assertThat(found).filteredOn(c -> c.error().startsWith("cannot read " + link + ": "))
+                        .singleElement().satisfies(c -> assertThat(c.error()).contains("it is a symbolic link to " + gone
+                                + ", which does not exist: point it at the plugin's jar, or remove it").doesNotContain("damaged"));
+            }
+        }
+    }
+
+    /**
      * A library at the top of a plugin directory (a plugin's dependency put beside it, or plugin.path set to an
      * application's lib directory) was told only how a plugin declares itself; it is now told where a library goes.
      */
