@@ -81,21 +81,42 @@ public final class ConfigKey<T> {
      * check's) and a checked exception thrown undeclared (Kotlin, Lombok's {@code @SneakyThrows}), is taken for a fault of the check, not of the value: {@link #parse} then throws a
      * {@link ConfigException} that says so, with what was thrown as its cause, and the runtime
      * marks the key's plugin {@code BROKEN} instead of failing the build; only the JVM's own errors
-     * (out of memory, a stack overflow) pass as they are. It is not run on the default, which must
-     * meet the rule. It sees this key's value alone: a rule between keys belongs in
-     * {@link ConduitPlugin#checkConfig}. Since SPI 1.1.
+     * (out of memory, a stack overflow) pass as they are. It sees this key's value alone: a rule
+     * between keys belongs in {@link ConduitPlugin#checkConfig}. Since SPI 1.1.
+     *
+     * <p>It is run on the default here, once: the runtime takes the default as it is when nothing
+     * sets the key, so a default the rule refuses is refused as a number key's default outside its
+     * range is (until 2026-12-07 it was taken, and the plugin ran with a value no setting could
+     * give, ConfigKeyTest#aCheckedKeyRefusesADefaultItsCheckRefusesNamingTheKeyAndWhy). A check
+     * that fails on the default (throws anything but {@link IllegalArgumentException}) is left to
+     * {@link #parse} to judge on the values set.
      *
      * @param expectedForm the accepted form with the rule, replacing this key's, e.g. "a size in
      *                     bytes from 4096 to 1073741824 and a multiple of 64, e.g. 8k"
      * @return a new key with this one's name, type, default and doc
+     * @throws IllegalArgumentException if {@code check} refuses the default, naming the key, the
+     *                                  default and what the check said
      */
     public ConfigKey<T> withCheck(String expectedForm, Consumer<? super T> check) {
         Objects.requireNonNull(check, "check");
         Consumer<? super T> before = this.check;
-        return new ConfigKey<>(name, type, defaultValue, expectedForm, doc, parser, value -> {
+        ConfigKey<T> checked = new ConfigKey<>(name, type, defaultValue, expectedForm, doc, parser, value -> {
             before.accept(value);
             check.accept(value);
         });
+        if (defaultValue != null) {
+            try {
+                checked.check.accept(defaultValue);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("config key " + name + ": default " + defaultValue + " does not meet the key's own rule ("
+                        + (e.getMessage() != null ? e.getMessage() + "; " : "") + "expected " + expectedForm + "): nothing could set "
+                        + "the value the plugin would run with when the key is unset; give a default the rule takes", e);
+            } catch (Throwable e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
+                if (Cleanup.isTheJvmsOwn(e)) throw (VirtualMachineError) e;
+                // A fault of the check, not of the default: parse names it on the values set.
+            }
+        }
+        return checked;
     }
 
     /**

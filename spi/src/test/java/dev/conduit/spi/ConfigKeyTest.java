@@ -350,7 +350,7 @@ class ConfigKeyTest {
                         + "expected a whole number from 1 to 64. How many slots a pool keeps.");
     }
 
-    /** A key's own rule fails as a malformed value does, with what is wrong before the expected form; its default is not checked. */
+    /** A key's own rule fails as a malformed value does, with what is wrong before the expected form. */
     @Test
     void aCheckRefusesAValueInTheFormOfAParseError() {
         ConfigKey<Long> key = ConfigKey.bytes("checked.size", 8192, 4096, "Doc.").withCheck("a multiple of 64, e.g. 8k", v -> {
@@ -481,6 +481,36 @@ class ConfigKeyTest {
         assertThat(ConfigKey.integer("lo.depth", 1, 1, 64, "Doc.").defaultValue()).isEqualTo(1L);
         assertThat(ConfigKey.integer("lo.depth", 64, 1, 64, "Doc.").defaultValue()).isEqualTo(64L);
         assertThat(ConfigKey.bytes("lo.size", 4096, 4096, "Doc.").defaultValue()).isEqualTo(4096L);
+    }
+
+    /**
+     * A default that the key's own rule refuses is refused as one outside a number key's range is:
+     * the runtime takes the default as it is when nothing sets the key, so that until 2026-12-07
+     * the plugin ran with a value no setting could give, which conduit info listed beside an
+     * expected form that excludes it. A check that fails on the default (throws anything but
+     * IllegalArgumentException) is left to judge the values set, as before.
+     */
+    @Test
+    void aCheckedKeyRefusesADefaultItsCheckRefusesNamingTheKeyAndWhy() {
+        ConfigKey<Long> size = ConfigKey.bytes("lo.size", 8192, 4096, "Doc.");
+        assertThatIllegalArgumentException().isThrownBy(() -> size.withCheck("a multiple of 3000, e.g. 6000", v -> {
+            if (v % 3000 != 0) throw new IllegalArgumentException(v + " bytes is not a multiple of 3000");
+        })).withMessage("config key lo.size: default 8192 does not meet the key's own rule (8192 bytes is not a multiple of 3000; "
+                + "expected a multiple of 3000, e.g. 6000): nothing could set the value the plugin would run with when the key is "
+                + "unset; give a default the rule takes");
+        assertThatIllegalArgumentException().isThrownBy(() -> size.withCheck("at most 4k", v -> {
+            if (v > 4096) throw new IllegalArgumentException();
+        })).withMessageStartingWith("config key lo.size: default 8192 does not meet the key's own rule (expected at most 4k)");
+        assertThat(size.withCheck("a multiple of 64", v -> {
+            if (v % 64 != 0) throw new IllegalArgumentException();
+        }).defaultValue()).isEqualTo(8192L);
+        ConfigKey<Long> faulty = size.withCheck("a multiple of 64", v -> {
+            throw new IllegalStateException("table not loaded");
+        });
+        assertThat(faulty.defaultValue()).as("a check's fault is judged on the values set").isEqualTo(8192L);
+        assertThat(ConfigKey.string("lo.name", null, "Doc.").withCheck("never empty", v -> {
+            if (v.isEmpty()) throw new IllegalArgumentException();
+        }).defaultValue()).as("no default, nothing to judge").isNull();
     }
 
     /**
