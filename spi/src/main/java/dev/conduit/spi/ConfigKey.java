@@ -412,9 +412,22 @@ public final class ConfigKey<T> {
         });
     }
 
-    /** A comma-separated list; blanks around items are dropped, empty items ignored. */
+    /**
+     * A comma-separated list; blanks around items are dropped, empty items ignored.
+     *
+     * @param defaultValue the items when nothing sets the key, {@code List.of()} for none: unlike a
+     *                     text or path key, a list key has no unset value
+     * @throws NullPointerException if {@code defaultValue} is null or holds null, naming the key
+     *                              (until 2026-12-07 {@code List.copyOf}'s, which named nothing)
+     */
     @SuppressWarnings({"unchecked", "rawtypes"})
     public static ConfigKey<List<String>> list(String name, List<String> defaultValue, String doc) {
+        Objects.requireNonNull(defaultValue, () -> "config key " + name + ": default is null, and a list key has no unset value: give "
+                + "List.of() for none");
+        if (defaultValue.stream().anyMatch(Objects::isNull)) { // not contains(null), which List.of()'s lists refuse
+            throw new NullPointerException("config key " + name + ": default " + defaultValue + " holds null, which no value of the "
+                    + "key can: give its items as text");
+        }
         return new ConfigKey<>(name, (Class) List.class, List.copyOf(defaultValue), "a comma-separated list", doc,
                 s -> Arrays.stream(s.split(",")).map(String::trim).filter(x -> !x.isEmpty()).toList());
     }

@@ -12,6 +12,7 @@ import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatIllegalArgumentException;
+import static org.assertj.core.api.Assertions.assertThatNullPointerException;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 class ConfigKeyTest {
@@ -338,6 +339,21 @@ class ConfigKeyTest {
             assertThat(k.defaultValue()).containsExactly("a");
             assertThatThrownBy(() -> k.defaultValue().add("c")).isInstanceOf(UnsupportedOperationException.class);
             assertThatThrownBy(() -> key.parse("a,b", SOURCE).add("c")).isInstanceOf(UnsupportedOperationException.class);
+        }
+
+        /**
+         * A list key has no "unset" default, as a text or path key has with null: a null default,
+         * or a null item in it, is refused naming the key and what to give. Until 2026-12-07 it was
+         * List.copyOf's bare NullPointerException, which named neither, and broke the plugin
+         * whose static field declared the key with "could not instantiate" alone.
+         */
+        @Test
+        void aNullDefaultOrItemIsRefusedNamingTheKey() {
+            assertThatNullPointerException().isThrownBy(() -> ConfigKey.list("acme.hosts", null, "doc"))
+                    .withMessage("config key acme.hosts: default is null, and a list key has no unset value: give List.of() for none");
+            assertThatNullPointerException().isThrownBy(() -> ConfigKey.list("acme.hosts", java.util.Arrays.asList("a", null), "doc"))
+                    .withMessage("config key acme.hosts: default [a, null] holds null, which no value of the key can: give its items as "
+                            + "text");
         }
     }
 
