@@ -18,6 +18,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -147,9 +148,13 @@ class AwaitAcrossProcessesTest {
 
     /**
      * A worker asleep in {@code await} notices that a peer it has an endpoint to died: the peer's
-     * JVM gets {@code kill -9} while this worker sleeps in {@code await(30 s)}; the await returns
+     * JVM gets {@code kill -9} while this worker sleeps in {@code await(1 h)}; the await returns
      * {@code true} (there is work: a failure to report) rather than sleeping on, and the next
-     * {@code progress()} calls the error handler with {@code PeerFailedException}.
+     * {@code progress()} calls the error handler with {@code PeerFailedException} of reason
+     * {@code DIED}, found by the lease watch. The await's timeout is far beyond the hang guard,
+     * which ends it with a {@code signal()} and fails the test: until 2026-12-07 it was 30 s, and an
+     * await that slept its whole timeout, blind to the death, returned {@code true} too (the check
+     * at its end found the death) and passed; as did a death found by the heartbeat (10 s).
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -163,12 +168,33 @@ class AwaitAcrossProcessesTest {
             worker.progress();
             assertThat(failures).isEmpty();
 
+            AtomicBoolean hangGuardSignalled = new AtomicBoolean();
+            Thread hangGuard = Thread.ofPlatform().start(() -> {
+                try {
+                    Thread.sleep(GUARD);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                hangGuardSignalled.set(true);
+                worker.signal();
+            });
             Thread killer = Thread.ofPlatform().start(child::kill);
-            boolean woke = worker.await(Duration.ofSeconds(30));
-            killer.join();
+            boolean woke;
+            try {
+                woke = worker.await(Duration.ofHours(1));
+            } finally {
+                hangGuard.interrupt();
+                hangGuard.join();
+                killer.join();
+            }
+            assertThat(hangGuardSignalled).as("the hang guard's signal() ended the await after %s: the peer's death did not", GUARD)
+                    .isFalse();
             worker.progress();
-            assertThat(woke).as("await returned because of the peer's death, not because 30 s passed").isTrue();
-            assertThat(failures).hasSize(1);
+            assertThat(woke).as("await returned because of the peer's death").isTrue();
+            assertThat(failures).singleElement().satisfies(f -> {
+                assertThat(f.reason()).isEqualTo(PeerFailedException.Reason.DIED);
+                assertThat(f).as("detected by the lease watch, not the heartbeat").hasMessageContaining("peer worker died (its lease");
+            });
             assertThat(ep.isFailed()).isTrue();
         }
     }
