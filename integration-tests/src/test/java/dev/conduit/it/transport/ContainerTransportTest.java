@@ -4,6 +4,7 @@ import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.CommandLoop;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -46,7 +47,7 @@ class ContainerTransportTest {
     /**
      * This JVM and a container exchange 10^5 mixed messages each way at the same time, each checked
      * on arrival; then the container's JVM gets {@code kill -9} and this JVM's endpoint to it fails
-     * through the error handler with {@code PeerFailedException}. This JVM's liveness check
+     * through the error handler with {@code PeerFailedException} of reason {@code DIED}. This JVM's liveness check
      * reclaimed the container's files: once this JVM closes, the shared directory is empty.
      */
     @ParameterizedTest
@@ -93,6 +94,7 @@ class ContainerTransportTest {
                 List<WorkerHost.Failure> failures = host.failures();
                 assertThat(failures).extracting(WorkerHost.Failure::endpoint).containsExactly("to-container");
                 assertThat(failures).extracting(WorkerHost.Failure::type).containsExactly("PeerFailedException");
+                assertThat(failures).extracting(WorkerHost.Failure::reason).containsExactly(PeerFailedException.Reason.DIED);
                 // Not timed: the cause shows the path, the lease watch of every liveness.interval (ManyPeersTest).
                 assertThat(failures).extracting(WorkerHost.Failure::message).as("detected by the lease watch, not the heartbeat")
                         .allMatch(m -> m.contains("peer worker died (its lease"));
@@ -109,7 +111,8 @@ class ContainerTransportTest {
     /**
      * The other direction: a host-side child and a container child connect both ways and exchange
      * messages; the host-side child gets {@code kill -9}; the container's error handler reports
-     * {@code PeerFailedException} for its endpoint to it, and the container reclaimed its files.
+     * {@code PeerFailedException} of reason {@code DIED}, found by the lease watch, for its endpoint
+     * to it, and the container reclaimed its files.
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -164,6 +167,8 @@ class ContainerTransportTest {
             assertThat(failures).hasSize(1);
             assertThat(failures.getFirst()[0]).isEqualTo("to-host");
             assertThat(failures.getFirst()[2]).isEqualTo("PeerFailedException");
+            assertThat(failures.getFirst()[3]).as("the reason").isEqualTo(PeerFailedException.Reason.DIED.name());
+            assertThat(failures.getFirst()[4]).as("the message, blanks as _").contains("peer_worker_died_(its_lease");
             Setup.report("%s death detection, kill -9 of a host process -> error handler in the container: %.1f ms (target 100; "
                     + "the JVM was reaped %.1f ms after the signal)", plugin, (Long.parseLong(failures.getFirst()[1]) - killedAt) / 1e6,
                     (reaped - killedAt) / 1e6);

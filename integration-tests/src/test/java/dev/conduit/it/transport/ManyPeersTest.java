@@ -4,6 +4,7 @@ import dev.conduit.WorkerAddress;
 import dev.conduit.it.LoadTest;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -127,7 +128,7 @@ class ManyPeersTest {
     /**
      * {@code kill -9} of one sending process (four of the eight senders) in mid-stream. The
      * receiver's endpoints to those four workers fail through the error handler with
-     * {@code PeerFailedException} (the time from the kill to each callback is printed); the other
+     * {@code PeerFailedException} of reason {@code DIED} (the time from the kill to each callback is printed); the other
      * four streams complete, in order and intact — although their process was frozen
      * ({@code SIGSTOP}) across the kill, perhaps in mid-send; and once the receiver's liveness check noticed
      * the death, nothing of the dead process is left in the shared directory: the receiver
@@ -179,6 +180,7 @@ class ManyPeersTest {
             assertThat(failures).extracting(WorkerHost.Failure::endpoint)
                     .containsExactlyInAnyOrderElementsOf(IntStream.range(PER_CHILD, 2 * PER_CHILD).mapToObj(s -> "back-" + s).toList());
             assertThat(failures).extracting(WorkerHost.Failure::type).containsOnly("PeerFailedException");
+            assertThat(failures).extracting(WorkerHost.Failure::reason).containsOnly(PeerFailedException.Reason.DIED);
             // Not timed: the cause shows the path. A lease is checked every liveness.interval (20 ms), within the 100 ms
             // the death must be noticed in; the heartbeat verdict would come only after heartbeat.timeout (10 s).
             assertThat(failures).extracting(WorkerHost.Failure::message).as("detected by the lease watch, not the heartbeat")

@@ -58,7 +58,7 @@ import java.util.zip.CRC32C;
  * status &lt;job&gt;                             done=false stage=… sent=… (sends returned, of a stream), or done=true and the result
  * join &lt;job&gt; &lt;millis&gt;                      waits at most millis, then as status
  * stats &lt;w&gt;                                the DATA receiver's summary
- * failures &lt;w&gt;                             count=… list=ep@nanoTime@type@message,… (message with _ for blanks)
+ * failures &lt;w&gt;                             count=… list=ep@nanoTime@type@reason@message,… (message with _ for blanks)
  *                                          progressErrors=… firstProgressError=&lt;its stack trace, UTF-8 as hex&gt;|-
  * pause &lt;w&gt; | resume &lt;w&gt;                   stop / resume progressing between tasks
  * region &lt;w&gt; &lt;name&gt; &lt;size&gt;                a region of the worker's conduit's pool → handle=&lt;hex&gt;
@@ -133,7 +133,7 @@ public final class TransportPeer {
                 })
                 .on("failures", a -> {
                     List<WorkerHost.Failure> f = p.host(a.get(0)).failures();
-                    String list = f.stream().map(x -> x.endpoint() + "@" + x.nanoTime() + "@" + x.type() + "@"
+                    String list = f.stream().map(x -> x.endpoint() + "@" + x.nanoTime() + "@" + x.type() + "@" + x.reason() + "@"
                             + x.message().replaceAll("[\\s,@]+", "_")).collect(Collectors.joining(","));
                     List<Throwable> errors = p.host(a.get(0)).progressErrors();
                     return "count=" + f.size() + " list=" + (list.isEmpty() ? "-" : list) + " progressErrors=" + errors.size()

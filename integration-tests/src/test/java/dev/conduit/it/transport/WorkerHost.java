@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
+import dev.conduit.spi.PeerFailedException;
 import dev.conduit.spi.ThreadMode;
 
 import java.time.Duration;
@@ -33,8 +34,8 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class WorkerHost implements AutoCloseable {
 
-    /** An error handler's call: which endpoint, when, with what. */
-    record Failure(String endpoint, long nanoTime, String type, String message) {
+    /** An error handler's call: which endpoint, when, with what, and the reason the transport gave. */
+    record Failure(String endpoint, long nanoTime, String type, PeerFailedException.Reason reason, String message) {
     }
 
     /**
@@ -229,7 +230,8 @@ final class WorkerHost implements AutoCloseable {
     void connect(String endpoint, WorkerAddress peer) {
         run(() -> {
             Endpoint e = worker.connect(peer, (ep, cause) ->
-                    failures.add(new Failure(endpoint, System.nanoTime(), cause.getClass().getSimpleName(), String.valueOf(cause.getMessage()))));
+                    failures.add(new Failure(endpoint, System.nanoTime(), cause.getClass().getSimpleName(), cause.reason(),
+                            String.valueOf(cause.getMessage()))));
             if (endpoints.putIfAbsent(endpoint, e) != null) throw new IllegalArgumentException("endpoint '" + endpoint + "' exists");
         });
     }
