@@ -16,9 +16,13 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -43,12 +47,16 @@ class ContainerTransportTest {
     private static final Duration GUARD = Duration.ofSeconds(120);
     /** How often a wait asks a child how far its receiver got. */
     private static final Duration CHILD_POLL = Duration.ofMillis(20);
+    /** The owner a lease and its owner's files name: {@code conduit-<plugin>[-worker]-<id>}, then {@code .lease} or {@code -…}. */
+    private static final Pattern OWNER = Pattern.compile("^(conduit-[a-z]+-(?:worker-)?[0-9a-f]+)[.-]");
 
     /**
      * This JVM and a container exchange 10^5 mixed messages each way at the same time, each checked
      * on arrival; then the container's JVM gets {@code kill -9} and this JVM's endpoint to it fails
-     * through the error handler with {@code PeerFailedException} of reason {@code DIED}. This JVM's liveness check
-     * reclaimed the container's files: once this JVM closes, the shared directory is empty.
+     * through the error handler with {@code PeerFailedException} of reason {@code DIED}, and this
+     * JVM's liveness check reclaims the container's files while this JVM stays open (until
+     * 2026-12-07 the test looked only once this JVM had closed, and a close reclaims too); once
+     * this JVM closes, the shared directory is empty.
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -59,6 +67,7 @@ class ContainerTransportTest {
             assertIsolated(container, shared);
             try (WorkerHost host = WorkerHost.start("host", Setup.conduit(shared, plugin), ThreadMode.SINGLE, true)) {
                 host.run(() -> host.worker().onMessage(Traffic.DATA, fromContainer));
+                Set<String> hostOwners = owners(shared);
                 WorkerAddress c = container.worker("c", plugin, "SINGLE");
                 container.receive("c");
                 container.connect("c", "to-host", host.address());
@@ -87,6 +96,7 @@ class ContainerTransportTest {
                         .containsEntry("errors", "0").containsEntry("streams", "2:" + MESSAGES);
                 Setup.report("%s host <-> container: %d mixed messages each way, checked on both sides", plugin, MESSAGES);
 
+                List<String> before = Setup.files(shared);
                 long killedAt = System.nanoTime();
                 container.kill();
                 long reaped = System.nanoTime();
@@ -102,6 +112,7 @@ class ContainerTransportTest {
                         + "the JVM was reaped %.1f ms after the signal). %s", plugin, (failures.getFirst().nanoTime() - killedAt) / 1e6,
                         (reaped - killedAt) / 1e6, failures.getFirst().message());
                 assertThat(host.progressErrors()).isEmpty();
+                awaitReclaimOfTheDeadProcesssFiles(shared, hostOwners, before);
             }
         }
         assertThat(Setup.files(shared)).as("left in the shared directory once the host closed; the container's files were reclaimed")
@@ -112,7 +123,8 @@ class ContainerTransportTest {
      * The other direction: a host-side child and a container child connect both ways and exchange
      * messages; the host-side child gets {@code kill -9}; the container's error handler reports
      * {@code PeerFailedException} of reason {@code DIED}, found by the lease watch, for its endpoint
-     * to it, and the container reclaimed its files.
+     * to it, and the container reclaims its files while its worker is open (until 2026-12-07 the
+     * test looked only once that worker had closed, and a close reclaims too).
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -140,6 +152,7 @@ class ContainerTransportTest {
              RemoteTransportPeer hostSide = RemoteTransportPeer.start(shared, Launcher.direct())) {
             assertIsolated(container, shared);
             WorkerAddress c = container.worker("c", plugin, "SINGLE");
+            Set<String> containerOwners = owners(shared);
             WorkerAddress h = hostSide.worker("h", plugin, "SINGLE");
             container.receive("c");
             hostSide.receive("h");
@@ -172,6 +185,7 @@ class ContainerTransportTest {
             Setup.report("%s death detection, kill -9 of a host process -> error handler in the container: %.1f ms (target 100; "
                     + "the JVM was reaped %.1f ms after the signal)", plugin, (Long.parseLong(failures.getFirst()[1]) - killedAt) / 1e6,
                     (reaped - killedAt) / 1e6);
+            awaitReclaimOfTheDeadProcesssFiles(shared, containerOwners, before);
 
             container.closeWorker("c");
             assertThat(Setup.files(shared)).as("left once the container closed its worker (before: %s)", before).isEmpty();
@@ -252,6 +266,33 @@ class ContainerTransportTest {
             }
         }
         assertThat(Setup.files(shared)).as("left in the shared directory once both workers closed").isEmpty();
+    }
+
+    /**
+     * Waits until no file of the dead process is left in {@code shared}, having checked that it had
+     * a lease and a file besides there {@code before} its death: the survivor's liveness check
+     * reclaims them while the survivor is open. (Looking only after the survivor's close does not
+     * show it: a close reclaims too.) The dead process's files are those of an owner not among
+     * {@code survivors}.
+     */
+    private static void awaitReclaimOfTheDeadProcesssFiles(Path shared, Set<String> survivors, List<String> before) {
+        Predicate<String> itsFile = name -> owner(name) != null && !survivors.contains(owner(name));
+        assertThat(before).as("the dead process's files before its death, of %s (survivors: %s)", before, survivors)
+                .filteredOn(itsFile).anyMatch(name -> name.endsWith(".lease")).anyMatch(name -> !name.endsWith(".lease"));
+        Setup.waitUntil(() -> Setup.files(shared).stream().noneMatch(itsFile), GUARD, () -> "files of the dead process left while the "
+                + "survivor is open: " + Setup.files(shared).stream().filter(itsFile).toList());
+    }
+
+    /** The owners of the files in {@code shared}: a worker's lease's, and its Conduit's memory provider's. */
+    private static Set<String> owners(Path shared) {
+        return Setup.files(shared).stream().map(ContainerTransportTest::owner).filter(java.util.Objects::nonNull)
+                .collect(java.util.stream.Collectors.toSet());
+    }
+
+    /** {@code conduit-<plugin>[-worker]-<id>} of a file's name, which a lease and its owner's files share; null for another name. */
+    private static String owner(String name) {
+        Matcher m = OWNER.matcher(name);
+        return m.find() ? m.group(1) : null;
     }
 
     private static void assertIsolated(RemoteTransportPeer container, Path shared) {
