@@ -513,24 +513,49 @@ public abstract class MemoryProviderContract extends PluginContract {
         provider.free(chunk);
     }
 
+    /**
+     * Every payload with one bit flipped (bit 0 and bit 7 of each byte) is refused, or still maps the exported chunk
+     * itself (a bit of unused padding): a mapping is checked to hold the chunk's bytes, not those of a neighbour
+     * allocated after it with others (until 2026-12-07 any mapping passed, and an importer that mapped another chunk
+     * for a name it could not find, {@code BrokenPlugins.MapsAnotherChunkForAnUnknownName}, passed the suite). Then
+     * wrong lengths.
+     */
     @Test
     public void alteredPayloadsAndLengthsFailCleanly() {
         assumeIpc();
         long size = chunkSize(provider);
         Chunk chunk = provider.allocate(size);
         byte[] payload = export(provider, chunk);
+        Patterns.fill(chunk.segment(), 51);
+        Chunk neighbour = provider.allocate(size);
+        Patterns.fill(neighbour.segment(), 52);
         for (int i = 0; i < payload.length; i++) {
             for (int bit : new int[]{0, 7}) {
                 byte[] altered = payload.clone();
                 altered[i] ^= (byte) (1 << bit);
-                Throwable t = catchThrowable(() -> importer().map(reader(altered), size).close());
-                // A changed byte may still name this very chunk (e.g. a bit of unused padding): then it maps, and that is fine.
-                // Otherwise IpcImporter.map promises InvalidHandleException when the change makes the payload malformed, and a
-                // ConduitException when it names a chunk that is not there (as a stale payload does): which, only the plugin knows.
-                if (t != null) {
+                ChunkMapping mapping;
+                try {
+                    mapping = importer().map(reader(altered), size);
+                } catch (Throwable t) {
+                    // IpcImporter.map promises InvalidHandleException when the change makes the payload malformed, and a
+                    // ConduitException when it names a chunk that is not there (as a stale payload does): which, only the plugin knows.
                     assertThat(t).as("mapping a payload with bit %d of byte %d flipped (IpcImporter.map refuses it with a ConduitException, "
                             + "an InvalidHandleException when malformed)", bit, i).isInstanceOf(ConduitException.class)
                             .hasMessageNotContaining("null");
+                    continue;
+                }
+                try {
+                    long differs = Patterns.mismatch(mapping.segment(), 51);
+                    if (mapping.segment().byteSize() != size || differs != -1) {
+                        throw new AssertionError("the importer of plugin '" + plugin.name() + "' mapped a payload with bit " + bit
+                                + " of byte " + i + " flipped as " + mapping.segment().byteSize() + " bytes that are not the exported "
+                                + "chunk's (" + (differs < 0 ? "its length differs" : "byte " + differs + " differs") + "): a changed "
+                                + "payload is refused (IpcImporter.map: InvalidHandleException when malformed, a ConduitException when "
+                                + "it names no chunk there) or still names this very chunk; mapping other memory hands the importer "
+                                + "a region no handle named");
+                    }
+                } finally {
+                    mapping.close();
                 }
             }
         }
@@ -541,6 +566,7 @@ public abstract class MemoryProviderContract extends PluginContract {
                             + "exactly chunkLength long, and the handle's length is a peer's word"))
                     .as("mapping a %d-byte chunk as %d bytes", size, wrong).isInstanceOf(ConduitException.class);
         }
+        provider.free(neighbour);
         provider.free(chunk);
     }
 

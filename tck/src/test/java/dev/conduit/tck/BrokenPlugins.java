@@ -1052,6 +1052,39 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Its importer, asked for a chunk file that is not there, maps the chunk its provider allocated last instead, as a
+     * lookup that tolerated a stale or mistyped name would: memory no handle named, where a refusal was due.
+     */
+    public static final class MapsAnotherChunkForAnUnknownName extends FileMemoryPlugin {
+        private volatile Path lastAllocated;
+
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory()) {
+                @Override
+                public Chunk allocate(long size) {
+                    FileChunk chunk = (FileChunk) super.allocate(size);
+                    lastAllocated = chunk.file();
+                    return chunk;
+                }
+            };
+        }
+
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            return (payload, chunkLength) -> {
+                String name = payload.relativePath("file");
+                long length = payload.u64("length");
+                payload.end("end");
+                Path last = lastAllocated;
+                String found = last == null || Files.exists(context.sharedDirectory().resolve(name)) ? name : last.getFileName().toString();
+                byte[] full = new dev.conduit.spi.PayloadWriter().string(found).u64(length).toByteArray();
+                return map(context.sharedDirectory(), new PayloadReader(full), chunkLength);
+            };
+        }
+    }
+
     /** Its importer maps as many bytes as the payload says, whatever length the handle gives the chunk. */
     public static final class IgnoresChunkLength extends FileMemoryPlugin {
         @Override
@@ -1683,6 +1716,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new IgnoresChunkLength();
+        }
+    }
+
+    public static final class MapsAnotherChunkForAnUnknownNameSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new MapsAnotherChunkForAnUnknownName();
         }
     }
 

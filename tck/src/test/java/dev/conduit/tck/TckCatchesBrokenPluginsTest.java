@@ -97,6 +97,8 @@ class TckCatchesBrokenPluginsTest {
                         "mapped the export of a 8192-byte chunk as 0 bytes (8192 bytes) instead of refusing it: IpcImporter.map refuses a chunkLength"),
                 Arguments.of(BrokenPlugins.MapsAPrefixOfAChunkSuite.class, "alteredPayloadsAndLengthsFailCleanly",
                         "mapped the export of a 8192-byte chunk as 4096 bytes (4096 bytes) instead of refusing it"),
+                Arguments.of(BrokenPlugins.MapsAnotherChunkForAnUnknownNameSuite.class, "alteredPayloadsAndLengthsFailCleanly",
+                        "that are not the exported chunk's"),
                 Arguments.of(BrokenPlugins.LeaksOnCloseSuite.class, "closeFreesEveryChunkAndIsIdempotent", "a leak"),
                 Arguments.of(BrokenPlugins.DirtyChunksSuite.class, "allocatesZeroedWritablePageAlignedChunks", "of a fresh chunk"),
                 Arguments.of(BrokenPlugins.ExportsNothingSuite.class, "truncatedPayloadsAreRefusedNamingTheField",
