@@ -31,6 +31,8 @@ public final class MemoryCgroup implements AutoCloseable {
      * Makes a cgroup of {@code limit} bytes.
      *
      * @throws AssertionError naming what is missing when no memory controller can be used here
+     * @throws IOException     naming the cgroup and the limit when the kernel refuses it (a negative one); the cgroup is
+     *                         removed (until 2026-12-07 it stayed, without a limit)
      */
     public static MemoryCgroup create(long limit) throws IOException {
         boolean v1 = Files.isWritable(V1.resolve("cgroup.procs")) && Files.exists(V1.resolve("memory.limit_in_bytes"));
@@ -41,12 +43,26 @@ public final class MemoryCgroup implements AutoCloseable {
                     + V2.resolve("cgroup.subtree_control") + " (run as root)");
         }
         Path directory = Files.createDirectory((v1 ? V1 : V2).resolve("conduit-test-" + UUID.randomUUID()));
-        Files.writeString(directory.resolve(v1 ? "memory.limit_in_bytes" : "memory.max"), Long.toString(limit));
-        // No swap: v1's memory-and-swap limit equal to the memory's (written after it, which it may not be below), v2's swap
-        // limit 0. Absent where the kernel does not account swap (swapaccount=0), and then no cgroup limits it.
-        Path swapLimit = directory.resolve(v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max");
-        if (Files.exists(swapLimit)) Files.writeString(swapLimit, v1 ? Long.toString(limit) : "0");
-        return new MemoryCgroup(directory, directory.resolve(v1 ? "memory.limit_in_bytes" : "memory.max"));
+        Path limitFile = directory.resolve(v1 ? "memory.limit_in_bytes" : "memory.max");
+        try {
+            Files.writeString(limitFile, Long.toString(limit));
+            // No swap: v1's memory-and-swap limit equal to the memory's (written after it, which it may not be below), v2's swap
+            // limit 0. Absent where the kernel does not account swap (swapaccount=0), and then no cgroup limits it.
+            Path swapLimit = directory.resolve(v1 ? "memory.memsw.limit_in_bytes" : "memory.swap.max");
+            if (Files.exists(swapLimit)) Files.writeString(swapLimit, v1 ? Long.toString(limit) : "0");
+        } catch (IOException e) {
+            // The cgroup is made first, and would stay under the cgroup file system, limitless, for good.
+            IOException refused = new IOException("cannot limit the test cgroup " + directory + " to " + limit + " bytes: writing "
+                    + limitFile.getFileName() + " or its swap limit failed (" + e.getMessage() + "); the kernel takes a limit of 0 "
+                    + "bytes or more. The cgroup was removed", e);
+            try {
+                Files.delete(directory);
+            } catch (IOException | RuntimeException notRemoved) {
+                refused.addSuppressed(notRemoved);
+            }
+            throw refused;
+        }
+        return new MemoryCgroup(directory, limitFile);
     }
 
     /** The file that says the limit, as {@code CgroupMemory} names it in its refusals. */
