@@ -5,6 +5,7 @@ import dev.conduit.Pool;
 import dev.conduit.Worker;
 import dev.conduit.spi.ThreadMode;
 import dev.conduit.tools.CommandRunner.Result;
+import dev.conduit.tools.ConduitProcess.Output;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -322,7 +323,7 @@ class SharedFilesCommandTest {
         leaveADeadOwner();
 
         // A container's -v DIR:DIR:ro: the bind mount refuses root too (EROFS).
-        Output result = runConduitThrough(List.of("unshare", "--mount", "sh", "-c",
+        Output result = ConduitProcess.runThrough(List.of("unshare", "--mount", "sh", "-c",
                         "mount --bind -o ro \"$1\" \"$1\" && shift && exec \"$@\"", "read-only-mount", shared.toString()),
                 "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
 
@@ -343,7 +344,7 @@ class SharedFilesCommandTest {
         Files.setPosixFilePermissions(unreadable, java.util.Set.of());
 
         // Root reads any directory: without the capabilities that override file modes, modes bind it as any user.
-        Output result = runConduitThrough(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"),
+        Output result = ConduitProcess.runThrough(ConduitProcess.WITHOUT_DAC_OVERRIDE,
                 "info", "--set", "shared.dir=" + unreadable, "--set", "transports=memfd");
 
         assertThat(result.exitCode()).as(result.output()).isZero();
@@ -356,10 +357,10 @@ class SharedFilesCommandTest {
     @Test
     void anotherUsersLeaseIsListedUnjudgedWithTheErrnoAndReclaimLeavesItsFiles() throws Exception {
         leaveADeadOwnerOfAnotherUser();
-        List<String> withoutOverride = List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--");
+        List<String> withoutOverride = ConduitProcess.WITHOUT_DAC_OVERRIDE;
 
-        Output info = runConduitThrough(withoutOverride, "info", "--set", "shared.dir=" + shared, "--set", "transports=posix");
-        Output reclaim = runConduitThrough(withoutOverride, "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+        Output info = ConduitProcess.runThrough(withoutOverride, "info", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+        Output reclaim = ConduitProcess.runThrough(withoutOverride, "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
 
         assertThat(info.exitCode()).as(info.output()).isZero();
         assertThat(info.output()).contains("UNJUDGED  " + DEAD_LEASE + "  EACCES (", "            " + DEAD_CHUNK + "  4096 bytes");
@@ -385,8 +386,8 @@ class SharedFilesCommandTest {
         }
         List<String> asUid4321 = List.of("unshare", "--user", "--map-user=4321", "--map-group=4321", "--");
 
-        Output info = runConduitThrough(asUid4321, "info", "--set", "shared.dir=" + shared, "--set", "transports=posix");
-        Output reclaim = runConduitThrough(asUid4321, "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+        Output info = ConduitProcess.runThrough(asUid4321, "info", "--set", "shared.dir=" + shared, "--set", "transports=posix");
+        Output reclaim = ConduitProcess.runThrough(asUid4321, "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
 
         assertThat(info.exitCode()).as(info.output()).isZero();
         assertThat(info.output().replace("\n    ", " ")).contains("UNJUDGED  " + DEAD_LEASE + "  another user's lease, uid 65534, that "
@@ -407,7 +408,7 @@ class SharedFilesCommandTest {
     void aReclaimInAUserNamespaceOfItsOwnSaysAnotherUsersLeaseOpensOnlyFromOutside() throws Exception {
         leaveADeadOwnerOfAnotherUser();
 
-        Output reclaim = runConduitThrough(List.of("unshare", "--user", "--map-root-user", "--"),
+        Output reclaim = ConduitProcess.runThrough(List.of("unshare", "--user", "--map-root-user", "--"),
                 "reclaim", "--set", "shared.dir=" + shared, "--set", "transports=posix");
 
         assertThat(reclaim.exitCode()).as(reclaim.output()).isZero();
@@ -425,23 +426,6 @@ class SharedFilesCommandTest {
             Files.setPosixFilePermissions(shared.resolve(name), java.util.Set.of(java.nio.file.attribute.PosixFilePermission.OWNER_READ,
                     java.nio.file.attribute.PosixFilePermission.OWNER_WRITE));
         }
-    }
-
-    /** What a {@code conduit} process printed, standard error included, and its exit code. */
-    private record Output(int exitCode, String output) {
-    }
-
-    /** Runs {@code conduit args} in a JVM of its own, started through {@code prefix} (setpriv, unshare). */
-    private static Output runConduitThrough(List<String> prefix, String... args) throws Exception {
-        List<String> command = new ArrayList<>(prefix);
-        command.addAll(PerfPeer.javaCommand());
-        command.addAll(List.of(args));
-        Process process = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
-        String output = HangGuard.await("conduit " + String.join(" ", args), HangGuard::childrenCpu,
-                () -> new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
-        assertThat(process.waitFor(60, TimeUnit.SECONDS)).as("hang guard").isTrue();
-        return new Output(process.exitValue(), output);
     }
 
     /**

@@ -4,16 +4,20 @@ import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.ConduitPlugin;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.module.Configuration;
 import java.lang.module.ModuleFinder;
 import java.lang.module.ModuleReference;
 import java.net.MalformedURLException;
 import java.net.URL;
 import java.net.URLClassLoader;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Optional;
 import java.util.ServiceLoader;
@@ -69,9 +73,12 @@ final class PluginDirectory {
         List<Path> entries;
         try (Stream<Path> s = Files.list(directory)) {
             entries = s.sorted().toList();
-        } catch (IOException e) {
-            found.add(Candidate.broken(directory.toString(), "plugin directory " + directory,
-                    "cannot list plugin directory " + directory + ": " + e));
+        } catch (IOException | UncheckedIOException e) {
+            // Its plugins are all missing: said with its cause and remedy, and where plugin.path was set, not as the bare
+            // exception (until 2026-12-07 "cannot list plugin directory /p: java.nio.file.AccessDeniedException: /p"; one
+            // from reading its entries, not opening it, escaped the build as an UncheckedIOException).
+            found.add(Candidate.broken(directory.toString(), "plugin directory " + directory, "cannot list plugin directory "
+                    + directory + ": " + listFailure(e, "fix plugin.path (from " + pathSource + ")")));
             return found;
         }
         for (Path entry : entries) {
@@ -79,8 +86,9 @@ final class PluginDirectory {
             if (Files.isDirectory(entry)) {
                 try (Stream<Path> s = Files.list(entry)) {
                     jars = s.filter(PluginDirectory::isJar).sorted().toList();
-                } catch (IOException e) {
-                    found.add(Candidate.broken(entry.toString(), "plugin directory " + entry, "cannot list " + entry + ": " + e));
+                } catch (IOException | UncheckedIOException e) {
+                    found.add(Candidate.broken(entry.toString(), "plugin directory " + entry, "cannot list " + entry + ": "
+                            + listFailure(e, "take it out of the plugin directory")));
                     continue;
                 }
                 if (jars.isEmpty()) {
@@ -134,11 +142,38 @@ final class PluginDirectory {
     /** The module of Conduit's libc layer, which native access is granted to by name on the command line. */
     private static final String LINUX_MODULE = "dev.conduit.linux";
 
+    /**
+     * Why listing a directory failed ({@code e}, or the {@link IOException} an {@link UncheckedIOException} carries), and what
+     * to do: for a permission refused, to grant it, or else {@code otherwise}; for any other cause, {@code otherwise}.
+     */
+    private static String listFailure(Exception e, String otherwise) {
+        Exception cause = e instanceof UncheckedIOException u ? u.getCause() : e;
+        return permissionDenied(cause)
+                ? "EACCES (" + ServiceDiscovery.describe(cause) + "): make it readable and searchable for this user ("
+                + System.getProperty("user.name") + ", chmod u+rx or its group's or others' bits), or " + otherwise
+                : cause.getClass().getSimpleName() + " (" + ServiceDiscovery.describe(cause) + "): " + otherwise;
+    }
+
+    /**
+     * Whether {@code e} or a cause of it is a permission refused (EACCES): NIO's {@link AccessDeniedException}, or java.io's
+     * "(Permission denied)" that {@link ZipFile} throws in a {@code FileNotFoundException}. Its remedy is a permission, not a
+     * new copy of the file or another plugin.path.
+     */
+    private static boolean permissionDenied(Throwable e) {
+        Set<Throwable> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (Throwable c = e; c != null && seen.add(c); c = c.getCause()) {
+            if (c instanceof AccessDeniedException || (c.getMessage() != null && c.getMessage().endsWith("(Permission denied)"))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** A jar somewhere below {@code directory}, a few levels at most. */
     private static Optional<Path> jarBelow(Path directory) {
         try (Stream<Path> s = Files.walk(directory, 3)) {
             return s.filter(PluginDirectory::isJar).sorted().findFirst();
-        } catch (IOException | java.io.UncheckedIOException e) {
+        } catch (IOException | UncheckedIOException e) {
             return Optional.empty();
         }
     }
@@ -197,9 +232,13 @@ final class PluginDirectory {
             try (ZipFile readable = new ZipFile(jar.toFile())) {
                 readable.size();
             } catch (IOException e) {
+                // A jar this user may not read is no damaged one: until 2026-12-07 it was sent to put an intact copy in its place.
                 found.add(Candidate.broken(entry.getFileName().toString(), where.substring(0, where.length() - 2),
-                        "cannot read " + jar + ": " + ServiceDiscovery.describe(e) + ". The jar is damaged (truncated or "
-                                + "altered in a copy, say): put an intact copy in its place"));
+                        "cannot read " + jar + ": " + (permissionDenied(e)
+                                ? "EACCES (" + ServiceDiscovery.describe(e) + "): make it readable for this user ("
+                                + System.getProperty("user.name") + "), or run Conduit as a user who may read it"
+                                : ServiceDiscovery.describe(e) + ". The jar is damaged (truncated or altered in a copy, say): put an "
+                                + "intact copy in its place")));
                 return found;
             }
         }
