@@ -160,6 +160,24 @@ class PluginDirectoryTest {
         }
     }
 
+    /**
+     * A directory that plugin.path names twice, as written, with a trailing '/', or through a symbolic link to it, was
+     * loaded once per naming: each of its plugins was listed again, SHADOWED by itself. It is now loaded once.
+     */
+    @Test
+    void aDirectoryThePluginPathNamesTwiceIsLoadedOnce() throws IOException {
+        Path link = Files.createSymbolicLink(tmp.resolve("plugins-link"), plugins);
+        String twice = String.join(java.io.File.pathSeparator, plugins.toString(), plugins + "/", link.toString(),
+                plugins.resolve("a/..").toString());
+        try (Conduit conduit = Loading.isolatedBuilder().set("plugin.path", twice).build()) {
+            assertThat(conduit.plugins()).filteredOn(p -> p.name().startsWith("dir-")).extracting(PluginInfo::name)
+                    .containsExactlyInAnyOrder("dir-a", "dir-b", "dir-solo");
+            assertThat(info(conduit, "dir-a").origin()).startsWith("plugin directory " + plugins.resolve("a") + ": ");
+        } finally {
+            Files.delete(link);
+        }
+    }
+
     @Test
     void thePluginPathIsReadFromTheEnvironment() {
         try (Conduit conduit = Conduit.builder().environment(Map.of("CONDUIT_PLUGIN_PATH", plugins.toString()))

@@ -18,7 +18,9 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.ServiceLoader;
 import java.util.Set;
@@ -43,6 +45,26 @@ final class PluginDirectory {
     private static final System.Logger LOG = System.getLogger("dev.conduit");
 
     private PluginDirectory() {
+    }
+
+    /**
+     * {@code directories} each once, by where each leads ({@link Path#toRealPath}: {@code /a}, {@code /a/}, {@code /b/../a}
+     * and a symbolic link to {@code /a} are one), as first named: a directory plugin.path named twice was loaded twice, each
+     * of its plugins then SHADOWED by itself (until 2026-12-07). One that does not resolve, not there, is compared as written,
+     * normalized; {@link #load} reports it.
+     */
+    static List<Path> distinct(List<Path> directories) {
+        Map<Path, Path> byWhereTheyLead = new LinkedHashMap<>();
+        for (Path directory : directories) byWhereTheyLead.putIfAbsent(whereItLeads(directory), directory);
+        return List.copyOf(byWhereTheyLead.values());
+    }
+
+    private static Path whereItLeads(Path directory) {
+        try {
+            return directory.toRealPath();
+        } catch (IOException e) {
+            return directory.toAbsolutePath().normalize();
+        }
     }
 
     /**

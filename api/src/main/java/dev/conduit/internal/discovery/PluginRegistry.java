@@ -72,7 +72,9 @@ public final class PluginRegistry {
             candidates.addAll(ServiceDiscovery.discover(settings.classLoader()));
         }
         if (pluginPath != null) {
-            for (Path dir : RuntimeKeys.pluginDirectories(pluginPath)) candidates.addAll(PluginDirectory.load(dir, pluginPathSource));
+            for (Path dir : PluginDirectory.distinct(RuntimeKeys.pluginDirectories(pluginPath))) {
+                candidates.addAll(PluginDirectory.load(dir, pluginPathSource));
+            }
         }
         List<PluginRecord> records = new ArrayList<>();
         for (Candidate c : candidates) records.add(validate(c));
