@@ -76,6 +76,23 @@ class PluginPathCommandTest {
                 .doesNotContain("java.nio.file.AccessDeniedException");
     }
 
+    /**
+     * A plugin directory under a directory that refuses this user a search was said not to exist, and its user sent to fix
+     * a plugin.path that named it rightly: it is now told EACCES on its path and to make the path searchable.
+     */
+    @Test
+    void aPluginDirectoryBehindADirectoryThisUserMayNotSearchIsNotSaidToBeMissing() throws Exception {
+        Path closed = Files.createDirectory(tmp.resolve("closed"));
+        Path plugins = Files.createDirectory(closed.resolve("plugins"));
+        Files.setPosixFilePermissions(closed, Set.of());
+
+        Output result = ConduitProcess.runThrough(ConduitProcess.WITHOUT_DAC_OVERRIDE, "info", "--set", "plugin.path=" + plugins);
+
+        assertThat(unwrapped(result)).contains("cannot reach plugin directory " + plugins + ": EACCES (a directory on its path "
+                + "does not let this user, " + USER + ", search it): make each directory on the path searchable for this user (chmod +x), "
+                + "or fix plugin.path (from ").doesNotContain("does not exist");
+    }
+
     /** The output with its wrapped lines joined, so that a reason reads as one line. */
     private static String unwrapped(Output result) throws IOException {
         return result.output().replaceAll("\n +", " ");

@@ -14,6 +14,7 @@ import java.net.URLClassLoader;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
@@ -86,6 +87,14 @@ final class PluginDirectory {
             // listed as on a class path is the likely slip: its directory is what to give.
             Path jarDirectory = directory.toAbsolutePath().getParent();
             boolean aJar = Files.isRegularFile(directory) && directory.getFileName().toString().endsWith(".jar") && jarDirectory != null;
+            if (unreachable(directory)) {
+                // It may well be there: "does not exist" sent its user to fix a plugin.path that was right.
+                found.add(Candidate.broken(directory.toString(), "plugin directory " + directory, "cannot reach plugin directory "
+                        + directory + ": EACCES (a directory on its path does not let this user, " + System.getProperty("user.name")
+                        + ", search it): make each directory on the path searchable for this user (chmod +x), or fix plugin.path "
+                        + "(from " + pathSource + ")"));
+                return found;
+            }
             found.add(Candidate.broken(directory.toString(), "plugin directory " + directory, "plugin directory " + directory
                     + (aJar ? " is a jar, not a directory: plugin.path lists directories, and every jar at the top of one is a "
                     + "plugin; give the jar's directory, " + jarDirectory + ", or one that holds only this jar; fix plugin.path (from "
@@ -189,6 +198,16 @@ final class PluginDirectory {
             }
         }
         return false;
+    }
+
+    /** Whether {@code path} cannot be looked at since a directory above it refuses this user a search (EACCES on its stat). */
+    private static boolean unreachable(Path path) {
+        try {
+            Files.readAttributes(path, BasicFileAttributes.class);
+            return false;
+        } catch (IOException e) {
+            return permissionDenied(e);
+        }
     }
 
     /** A jar somewhere below {@code directory}, a few levels at most. */
