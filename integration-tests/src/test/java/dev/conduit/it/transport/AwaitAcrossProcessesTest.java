@@ -48,7 +48,11 @@ class AwaitAcrossProcessesTest {
      * {@code false}: none may (the first ends the test). An await that ran out while no message came
      * (the child descheduled for its whole 10 s on a loaded machine) is no lost wake-up and is not
      * counted as one. (The liveness interval is an hour here: by default an await also wakes every
-     * interval to check peers, 20 ms, and that would hide a lost wake-up.) Nothing here is timed.
+     * interval to check peers, 20 ms, and that would hide a lost wake-up.) And the awaits sleep: one
+     * that returns {@code true} before a message came (a sender's wake that came after the receiver
+     * took its message already) may happen, but not more often than once per message on the whole;
+     * until 2026-12-07 an await that returned {@code true} at once, a busy loop, passed here (with
+     * from 700 to 2 600 such awaits per message). Nothing here is timed.
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -68,15 +72,18 @@ class AwaitAcrossProcessesTest {
                 long[] awaits = {0};
                 long[] ranOut = {0};
                 long[] empty = {0};
+                long[] wokeToNothing = {0};
                 long[] acknowledged = {0};
                 // The receiver's loop is the wait's step; the guard runs from the last message that arrived.
                 Setup.waitWhileProgressing(check::messages, messages, () -> check.errorCount() > 0 || ranOut[0] > 0, GUARD,
                         () -> "messages of the child's trickle taken by await and progress: " + check.summary() + "; " + awaits[0]
                                 + " awaits, " + ranOut[0] + " ran out",
                         () -> {
+                            long takenBefore = check.messages();
                             boolean woke = worker.await(Duration.ofSeconds(10));
                             awaits[0]++;
                             int delivered = worker.progress();
+                            if (woke && check.messages() == takenBefore) wokeToNothing[0]++;
                             // Lost: slept its whole timeout with a message waiting. One that ran out while none came (the child
                             // kept off the processor for 10 s) lost nothing: the guard above bounds that wait.
                             if (!woke && delivered > 0) ranOut[0]++;
@@ -87,11 +94,14 @@ class AwaitAcrossProcessesTest {
                         });
                 assertThat(ranOut[0]).as("awaits that slept their whole 10 s with a message waiting: lost wake-ups (at %d of %d messages)",
                         check.messages(), messages).isZero();
+                assertThat(wokeToNothing[0]).as("awaits that returned true with no message to take, in %d awaits for %d messages: "
+                        + "more than one per message is an await that does not sleep", awaits[0], check.messages())
+                        .isLessThanOrEqualTo(check.messages());
                 assertThat(check.errors()).isEmpty();
                 assertThat(check.received(5)).isEqualTo(messages);
                 assertThat(child.join("t", GUARD)).containsEntry("sent", Long.toString(messages)).containsEntry("failed", "false");
-                Setup.report("%s await: %d messages, %d awaits, %d ran out (false), %d followed by an empty progress()", plugin,
-                        messages, awaits[0], ranOut[0], empty[0]);
+                Setup.report("%s await: %d messages, %d awaits, %d ran out (false), %d followed by an empty progress(), %d woke to no "
+                        + "message", plugin, messages, awaits[0], ranOut[0], empty[0], wokeToNothing[0]);
             }
         }
     }
@@ -102,7 +112,9 @@ class AwaitAcrossProcessesTest {
      * handler at once rather than after a random pause as in the trickle above. The echo is the
      * last message until this side sends again, so a lost wake-up leaves the await asleep for its whole 10 s, and it
      * returns {@code false} with the echo there. None may; one that ran out before the echo came
-     * waits on, up to the hang guard. (Liveness interval an hour, as above.)
+     * waits on, up to the hang guard. (Liveness interval an hour, as above.) And the awaits sleep
+     * until the echo comes: no more of them return {@code true} before it than there are round
+     * trips; until 2026-12-07 an await that returned {@code true} at once passed here too.
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -121,6 +133,7 @@ class AwaitAcrossProcessesTest {
             MemorySegment header = Traffic.newHeader();
             long awaits = 0;
             long ranOut = 0;
+            long wokeBeforeTheEcho = 0;
             for (long n = 0; n < rounds && ranOut == 0 && !ep.isFailed(); n++) {
                 ep.send(Traffic.DATA, Traffic.header(header, stream, Traffic.Profile.SMALL, n), Traffic.payload(stream, Traffic.Profile.SMALL, n));
                 long waitingSince = System.nanoTime();
@@ -131,15 +144,19 @@ class AwaitAcrossProcessesTest {
                     // Lost: slept its whole timeout with the echo there, which the progress after it delivered. One that ran
                     // out before the echo came (the child kept off the processor for 10 s) lost nothing, and waits on.
                     if (!woke && echoes.received(stream) > n) ranOut++;
+                    if (woke && echoes.received(stream) <= n) wokeBeforeTheEcho++;
                     if (System.nanoTime() - waitingSince > GUARD.toNanos()) {
                         throw new AssertionError("no echo of round trip " + n + " for the hang guard of " + GUARD);
                     }
                 }
             }
-            Setup.report("%s await in a ping-pong: %d round trips, %d awaits, %d ran out (false)", plugin, echoes.received(stream),
-                    awaits, ranOut);
+            Setup.report("%s await in a ping-pong: %d round trips, %d awaits, %d ran out (false), %d woke before the echo", plugin,
+                    echoes.received(stream), awaits, ranOut, wokeBeforeTheEcho);
             assertThat(ranOut).as("awaits that slept their whole 10 s with the echo waiting: lost wake-ups (at %d of %d round trips)",
                     echoes.received(stream), rounds).isZero();
+            assertThat(wokeBeforeTheEcho).as("awaits that returned true before the echo came, in %d awaits for %d round trips: "
+                    + "more than one per round trip is an await that does not sleep", awaits, echoes.received(stream))
+                    .isLessThanOrEqualTo(echoes.received(stream));
             assertThat(ep.isFailed()).isFalse();
             assertThat(echoes.errors()).isEmpty();
             assertThat(echoes.received(stream)).isEqualTo(rounds);
