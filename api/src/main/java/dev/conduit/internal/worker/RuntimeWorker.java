@@ -1106,9 +1106,12 @@ public final class RuntimeWorker implements Worker {
      * The keepalive's round: asks each endpoint's transport whether its peer lives
      * ({@link RuntimeEndpoint#checkPeer}); one found dead is failed, and its error handler called
      * by this round, and counts as an event (an {@code await} that ran the round returns
-     * {@code true}). A probe that throws anything else keeps the others from nothing: its exception
-     * is thrown after them, as a transport's progress failure is, a fault on memory it maps
-     * ({@code InternalError}) as the {@code ConduitException} that names it.
+     * {@code true}). A probe that throws an exception keeps the others from nothing: it is thrown
+     * after them, as a transport's progress failure is, and so is a fault on memory it maps
+     * ({@code InternalError}), as the {@code ConduitException} that names it. Another {@code Error}
+     * (an {@code assert} of the plugin's, the JVM's own) passes at once, as one from a transport's
+     * progress does: the endpoints after it are asked at the next interval, and the round's error
+     * handlers run at the next progress.
      *
      * @return the endpoints the probes failed
      */

@@ -125,6 +125,41 @@ class KeepaliveTest {
         assertThat(second.isFailed()).isFalse();
     }
 
+    /**
+     * A probe's {@code Error} other than a fault on mapped memory (here an {@code AssertionError},
+     * a plugin's {@code assert}) is thrown by the progress round as it is and at once, as one from
+     * a transport's progress is: the round does not go on to the error handlers, and a death that
+     * an earlier probe of the round found is reported by the next {@code progress()}, not lost.
+     */
+    @Test
+    void aProbesErrorIsThrownAtOnceAndADeathTheRoundFoundIsReportedByTheNextProgress() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 16, false);
+        plugin.reportsDeathInProgress = false;
+        plugin.probesPeers = true;
+        Conduit conduit = conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        List<PeerFailedException> reported = new CopyOnWriteArrayList<>();
+        Endpoint dying = sender.connect(conduit.newWorker(ThreadMode.SINGLE).address(), (endpoint, cause) -> reported.add(cause));
+        sender.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        LoopbackPlugin.LoopbackEndpoint asserting = plugin.transports.get(0).endpoints.get(1);
+        AssertionError error = new AssertionError("the plugin's assert in its probe");
+        plugin.transports.get(1).kill();
+        asserting.probeError = error;
+
+        Throwable thrown = null;
+        for (long round = 0; thrown == null; round++) {
+            if (round > Loopbacks.MAX_ROUNDS) throw new AssertionError("no progress round threw the probe's error");
+            thrown = catchThrowable(sender::progress);
+        }
+
+        assertThat(thrown).isSameAs(error);
+        assertThat(dying.isFailed()).as("the endpoint whose probe, asked first, found its peer dead").isTrue();
+        assertThat(reported).as("error handler calls in the round that threw").isEmpty();
+        asserting.probeError = null;
+        sender.progress();
+        assertThat(reported).singleElement().satisfies(cause -> assertThat(cause.reason()).isEqualTo(PeerFailedException.Reason.DIED));
+    }
+
     /** A plugin confined to a thread of its own ({@code thread.confine}) is probed on that thread, as every call to it runs. */
     @Test
     void aConfinedTransportIsProbedOnItsOwnThread() {

@@ -567,6 +567,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         final AtomicInteger closeCalls = new AtomicInteger();
         final AtomicLong trySends = new AtomicLong();
         final AtomicLong rmaCalls = new AtomicLong();
+        /** Thrown by this endpoint's keepalive probe while set, after {@link LoopbackPlugin#probeFault}: an {@code assert} of the plugin's. */
+        volatile Error probeError;
         /** Calls of the keepalive probe, and the thread of the last one. */
         final AtomicLong probes = new AtomicLong();
         volatile Thread probedOn;
@@ -642,6 +644,8 @@ final class LoopbackPlugin implements ConduitPlugin {
         private void probeTarget() {
             RuntimeException fault = owner.plugin.probeFault;
             if (fault != null) throw fault;
+            Error error = probeError;
+            if (error != null) throw error;
             if (target.dead && !reported) {
                 reported = true;
                 throw new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + target.key + " found dead by the keepalive probe");
