@@ -20,9 +20,6 @@ import java.util.Set;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Predicate;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -47,8 +44,6 @@ class ContainerTransportTest {
     private static final Duration GUARD = Duration.ofSeconds(120);
     /** How often a wait asks a child how far its receiver got. */
     private static final Duration CHILD_POLL = Duration.ofMillis(20);
-    /** The owner a lease and its owner's files name: {@code conduit-<plugin>[-worker]-<id>}, then {@code .lease} or {@code -…}. */
-    private static final Pattern OWNER = Pattern.compile("^(conduit-[a-z]+-(?:worker-)?[0-9a-f]+)[.-]");
 
     /**
      * This JVM and a container exchange 10^5 mixed messages each way at the same time, each checked
@@ -67,7 +62,7 @@ class ContainerTransportTest {
             assertIsolated(container, shared);
             try (WorkerHost host = WorkerHost.start("host", Setup.conduit(shared, plugin), ThreadMode.SINGLE, true)) {
                 host.run(() -> host.worker().onMessage(Traffic.DATA, fromContainer));
-                Set<String> hostOwners = owners(shared);
+                Set<String> hostOwners = Setup.owners(shared);
                 WorkerAddress c = container.worker("c", plugin, "SINGLE");
                 container.receive("c");
                 container.connect("c", "to-host", host.address());
@@ -112,7 +107,7 @@ class ContainerTransportTest {
                         + "the JVM was reaped %.1f ms after the signal). %s", plugin, (failures.getFirst().nanoTime() - killedAt) / 1e6,
                         (reaped - killedAt) / 1e6, failures.getFirst().message());
                 assertThat(host.progressErrors()).isEmpty();
-                awaitReclaimOfTheDeadProcesssFiles(shared, hostOwners, before);
+                Setup.awaitReclaimOfTheDeadProcesssFiles(shared, hostOwners, before, GUARD);
             }
         }
         assertThat(Setup.files(shared)).as("left in the shared directory once the host closed; the container's files were reclaimed")
@@ -152,7 +147,7 @@ class ContainerTransportTest {
              RemoteTransportPeer hostSide = RemoteTransportPeer.start(shared, Launcher.direct())) {
             assertIsolated(container, shared);
             WorkerAddress c = container.worker("c", plugin, "SINGLE");
-            Set<String> containerOwners = owners(shared);
+            Set<String> containerOwners = Setup.owners(shared);
             WorkerAddress h = hostSide.worker("h", plugin, "SINGLE");
             container.receive("c");
             hostSide.receive("h");
@@ -185,7 +180,7 @@ class ContainerTransportTest {
             Setup.report("%s death detection, kill -9 of a host process -> error handler in the container: %.1f ms (target 100; "
                     + "the JVM was reaped %.1f ms after the signal)", plugin, (Long.parseLong(failures.getFirst()[1]) - killedAt) / 1e6,
                     (reaped - killedAt) / 1e6);
-            awaitReclaimOfTheDeadProcesssFiles(shared, containerOwners, before);
+            Setup.awaitReclaimOfTheDeadProcesssFiles(shared, containerOwners, before, GUARD);
 
             container.closeWorker("c");
             assertThat(Setup.files(shared)).as("left once the container closed its worker (before: %s)", before).isEmpty();
@@ -266,33 +261,6 @@ class ContainerTransportTest {
             }
         }
         assertThat(Setup.files(shared)).as("left in the shared directory once both workers closed").isEmpty();
-    }
-
-    /**
-     * Waits until no file of the dead process is left in {@code shared}, having checked that it had
-     * a lease and a file besides there {@code before} its death: the survivor's liveness check
-     * reclaims them while the survivor is open. (Looking only after the survivor's close does not
-     * show it: a close reclaims too.) The dead process's files are those of an owner not among
-     * {@code survivors}.
-     */
-    private static void awaitReclaimOfTheDeadProcesssFiles(Path shared, Set<String> survivors, List<String> before) {
-        Predicate<String> itsFile = name -> owner(name) != null && !survivors.contains(owner(name));
-        assertThat(before).as("the dead process's files before its death, of %s (survivors: %s)", before, survivors)
-                .filteredOn(itsFile).anyMatch(name -> name.endsWith(".lease")).anyMatch(name -> !name.endsWith(".lease"));
-        Setup.waitUntil(() -> Setup.files(shared).stream().noneMatch(itsFile), GUARD, () -> "files of the dead process left while the "
-                + "survivor is open: " + Setup.files(shared).stream().filter(itsFile).toList());
-    }
-
-    /** The owners of the files in {@code shared}: a worker's lease's, and its Conduit's memory provider's. */
-    private static Set<String> owners(Path shared) {
-        return Setup.files(shared).stream().map(ContainerTransportTest::owner).filter(java.util.Objects::nonNull)
-                .collect(java.util.stream.Collectors.toSet());
-    }
-
-    /** {@code conduit-<plugin>[-worker]-<id>} of a file's name, which a lease and its owner's files share; null for another name. */
-    private static String owner(String name) {
-        Matcher m = OWNER.matcher(name);
-        return m.find() ? m.group(1) : null;
     }
 
     private static void assertIsolated(RemoteTransportPeer container, Path shared) {

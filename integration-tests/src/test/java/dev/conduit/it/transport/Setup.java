@@ -8,16 +8,28 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Properties;
+import java.util.Set;
 import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
 
 /** This JVM's side of the transport tests. */
 final class Setup {
+
+    /** The owner a lease and its owner's files name: {@code conduit-<plugin>[-worker]-<id>}, then {@code .lease} or {@code -…}. */
+    private static final Pattern OWNER = Pattern.compile("^(conduit-[a-z]+-(?:worker-)?[0-9a-f]+)[.-]");
 
     private Setup() {
     }
@@ -60,6 +72,33 @@ final class Setup {
                 throw new AssertionError("interrupted waiting for: " + what.get());
             }
         }
+    }
+
+    /**
+     * Waits until no file of the dead process is left in {@code shared}, having checked that it had
+     * a lease and a file besides there {@code before} its death: the survivors' liveness check
+     * reclaims them while the survivors are open. (Looking only after the survivors' close does
+     * not show it: a close reclaims too.) The dead process's files are those of an owner not among
+     * {@code survivors} ({@link #owners}), so that a file it made after {@code survivors} was taken
+     * counts too.
+     */
+    static void awaitReclaimOfTheDeadProcesssFiles(Path shared, Set<String> survivors, Collection<String> before, Duration guard) {
+        Predicate<String> itsFile = name -> owner(name) != null && !survivors.contains(owner(name));
+        assertThat(before).as("the dead process's files before its death, of %s (survivors: %s)",
+                before, survivors).filteredOn(itsFile).anyMatch(name -> name.endsWith(".lease")).anyMatch(name -> !name.endsWith(".lease"));
+        waitUntil(() -> files(shared).stream().noneMatch(itsFile), guard, () -> "files of the dead process left while the survivors "
+                + "are open: " + files(shared).stream().filter(itsFile).toList());
+    }
+
+    /** The owners of the files in {@code shared}: a worker's lease's, and its Conduit's memory provider's. */
+    static Set<String> owners(Path shared) {
+        return files(shared).stream().map(Setup::owner).filter(Objects::nonNull).collect(Collectors.toSet());
+    }
+
+    /** {@code conduit-<plugin>[-worker]-<id>} of a file's name, which a lease and its owner's files share; null for another name. */
+    private static String owner(String name) {
+        Matcher m = OWNER.matcher(name);
+        return m.find() ? m.group(1) : null;
     }
 
     /** What a wait does between two looks at its count: sleeps, or drives the worker whose progress it waits for. */
