@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -88,10 +89,7 @@ class IpcPeerTest {
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD).start();
         Path shared = Path.of("/dev/shm", "conduit-" + kind + "-" + main.pid());
         try {
-            while (!Files.exists(shared)) {
-                assertThat(main.isAlive()).as("the measuring JVM ended before it made " + shared).isTrue();
-                Thread.sleep(1);
-            }
+            awaitWhileAlive(main, () -> Files.exists(shared), "made " + shared);
             main.destroy();
             main.waitFor();
             assertThat(shared).doesNotExist();
@@ -116,12 +114,8 @@ class IpcPeerTest {
         Path shared = Path.of("/dev/shm", "conduit-" + kind + "-" + main.pid());
         ProcessHandle echo = null;
         try {
-            List<ProcessHandle> started;
-            while ((started = main.children().toList()).isEmpty()) {
-                assertThat(main.isAlive()).as("the measuring JVM ended before it started its echo").isTrue();
-                Thread.sleep(1);
-            }
-            echo = started.getFirst();
+            awaitWhileAlive(main, () -> main.children().findAny().isPresent(), "started its echo");
+            echo = main.children().findFirst().orElseThrow();
             main.destroyForcibly().waitFor();
 
             try {
@@ -134,6 +128,22 @@ class IpcPeerTest {
             main.destroyForcibly().waitFor();
             if (echo != null) echo.destroyForcibly();
             IoUtil.delete(shared.toFile(), true);
+        }
+    }
+
+    /**
+     * Returns once {@code done} holds, polling every millisecond while the measuring JVM {@code main} lives; fails when it
+     * ended first, or, a hang guard, when {@value #HANG_GUARD_SECONDS} s passed.
+     */
+    private static void awaitWhileAlive(Process main, BooleanSupplier done, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(HANG_GUARD_SECONDS);
+        while (!done.getAsBoolean()) {
+            assertThat(main.isAlive()).as("the measuring JVM ended before it " + what).isTrue();
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("hang guard: the measuring JVM (pid " + main.pid() + ") had not " + what + " after "
+                        + HANG_GUARD_SECONDS + " s");
+            }
+            Thread.sleep(1);
         }
     }
 
