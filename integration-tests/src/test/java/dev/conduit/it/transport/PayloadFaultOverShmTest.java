@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Worker;
 import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.ChildJvm;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -13,9 +14,12 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
@@ -64,6 +68,35 @@ class PayloadFaultOverShmTest {
             assertThat(endpoint.isFailed()).as("whether the endpoint failed, whose header faulted on the application's own mapping "
                     + "(payload %d bytes)", payloadSize).isFalse();
         }
+    }
+
+    /**
+     * The same faults once the JIT compiled the send: compiled code gets a fault at its next
+     * safepoint check, which may lie past the copy's {@code try}, past the record's commit: the
+     * peer then received a message of stale queue bytes, and the send failed the healthy endpoint
+     * as DAMAGED. A forked JVM, C2 only and compiling as it waits ({@code -Xbatch}), warms the send
+     * up on the mapping before truncating it.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"payload-8", "payload-64", "header-64"})
+    void aCompiledSendOfATruncatedMappingOfTheApplicationsDeliversNothingAndFailsNothing(String mapped,
+            @TempDir(factory = ShmDir.class) Path shared, @TempDir Path own) throws IOException, InterruptedException {
+        List<String> command = ChildJvm.javaCommand(CompiledSendFaultPeer.class, List.of("-XX:-TieredCompilation", "-Xbatch"),
+                List.of(shared.toString(), own.toString(), mapped));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output;
+        try {
+            assertThat(process.waitFor(120, TimeUnit.SECONDS)).as("hang guard").isTrue();
+            output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        } finally {
+            process.destroyForcibly();
+        }
+        assertThat(output)
+                .contains("send-of-the-truncated-mapping-threw: InternalError")
+                .contains("received-of-the-truncated-mapping: 0")
+                .contains("endpoint-failed: false")
+                .contains("received-after: 1, value -1")
+                .contains("alive: yes");
     }
 
     private static Endpoint connected(Conduit conduit) {
