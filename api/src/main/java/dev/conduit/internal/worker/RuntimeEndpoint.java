@@ -1152,8 +1152,12 @@ final class RuntimeEndpoint implements Endpoint {
         lock();
         try {
             if (closed) return;
-            if (failure == null && backlogged) drainRefused = drainQuietly();
+            // Closed before the hand-over: a transport that reports the peer's failure through the events before its send
+            // throws it (memfd and posix, for a faulted mapping or a damaged queue) would otherwise fail the endpoint there,
+            // discarding the backlog into a failure nobody is told of (a closed endpoint is not called back), not counted here.
+            boolean handOver = failure == null && backlogged;
             closed = true;
+            if (handOver) drainRefused = drainQuietly();
             dropped = pending.clear();
             if (backlogged) {
                 backlogged = false;

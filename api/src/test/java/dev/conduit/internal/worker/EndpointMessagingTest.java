@@ -2085,6 +2085,30 @@ class EndpointMessagingTest {
     }
 
     /**
+     * The same when the transport reports the peer's failure through the endpoint's events before its send throws it, as
+     * memfd and posix do for a send whose mapping faulted or whose peer's queue is damaged (ShmEndpoint.sendFault): the
+     * close still discards the backlog and its WARNING counts it. Until 2026-12-07 that report, made inside the close's
+     * hand-over, failed the endpoint, which discarded the backlog into a failure nobody was told of (the endpoint then
+     * closed, so no error handler and no WARNING): the messages went without a word.
+     */
+    @Test
+    void aCloseWhoseHandOverThePeersFailureReportedThroughTheEventsStillCountsTheDiscardedBacklogInItsWarning() {
+        Pair p = pair(1);
+        for (long i = 0; i < 3; i++) p.endpoint().send(1, longs(i)); // 0 taken, 1 and 2 queued locally
+        p.transportEndpoint().reportsSendFault = true;
+        p.transportEndpoint().sendFault = new PeerFailedException(PeerFailedException.Reason.DAMAGED, "loopback peer's queue is damaged");
+
+        List<java.util.logging.LogRecord> warnings = LoggedWarnings.loggedWhile("dev.conduit.worker", () -> {
+            p.endpoint().close();
+            p.sender().progress(); // where a failure left to report would be
+        });
+
+        assertThat(warnings).singleElement().extracting(java.util.logging.LogRecord::getMessage).asString()
+                .contains("2 messages still waiting", "the peer having failed (loopback peer's queue is damaged)");
+        assertThat(p.transportEndpoint().closeCalls).as("the transport endpoint's close").hasValue(1);
+    }
+
+    /**
      * Out of descriptors the JDK's logging throws an {@code Error} at every record: the WARNING of
      * the messages a close discards is said on the way to giving back the endpoint's transport
      * endpoint and peer regions. Until 2026-12-07 the logger's {@code Error} came out of the close

@@ -551,6 +551,12 @@ final class LoopbackPlugin implements ConduitPlugin {
     static final class LoopbackEndpoint implements TransportEndpoint {
         /** Thrown by every trySend while set: a transport whose send fails for a reason of its own. */
         volatile Throwable sendFault;
+        /**
+         * When set, a {@link #sendFault} that is a {@code PeerFailedException} is reported through the endpoint's events
+         * before trySend throws it, as the shared-memory transports report a send whose mapping faulted or whose peer's
+         * queue is damaged ({@code ShmEndpoint.sendFault}, {@code corruptQueue}).
+         */
+        volatile boolean reportsSendFault;
         /** Thrown by every trySend while set, after {@link #sendFault}: an Error, as a fault in mapped memory is (an InternalError). */
         volatile Error sendError;
         final LoopbackTransport owner;
@@ -589,7 +595,10 @@ final class LoopbackPlugin implements ConduitPlugin {
             owner.enter();
             try {
                 trySends.incrementAndGet();
-                if (sendFault != null) throw LoopbackTransport.<RuntimeException>sneaky(sendFault);
+                if (sendFault != null) {
+                    if (reportsSendFault && sendFault instanceof PeerFailedException failed) events.peerFailed(failed);
+                    throw LoopbackTransport.<RuntimeException>sneaky(sendFault);
+                }
                 if (sendError != null) throw sendError;
                 if (closed) throw new IllegalStateException("closed");
                 if (target.dead) throw new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + target.key + " is dead");
