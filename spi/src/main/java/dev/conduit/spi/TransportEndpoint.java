@@ -75,9 +75,11 @@ public interface TransportEndpoint extends AutoCloseable {
      * default, which throws {@link NotSupportedException} without calling the encoder; the runtime
      * then encodes into a buffer of its own and calls {@link #trySend}: one copy more, same semantics.
      *
-     * @return the payload length sent, or {@code -1} when there is no room now (the encoder was not
-     *         called; the runtime has it encode into a buffer of the endpoint, and sends from there
-     *         or queues the message locally)
+     * @return the payload length sent, as the encoder returned it, or {@code -1} when there is no
+     *         room now (the encoder was not called; the runtime has it encode into a buffer of the
+     *         endpoint, and sends from there or queues the message locally). The runtime checks
+     *         this against its call of the encoder: any other answer fails the send with a
+     *         {@link ConduitException} naming the plugin, and the encoder is not called again
      * @throws PeerFailedException   when the peer is known to be dead
      * @throws NotSupportedException by default
      */

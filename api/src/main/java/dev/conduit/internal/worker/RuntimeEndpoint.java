@@ -260,9 +260,13 @@ final class RuntimeEndpoint implements Endpoint {
     private long encode(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
         if (maxLength <= ENCODED_HERE_UP_TO || !encodesInPlace || !pending.isEmpty()) return encodeHere(id, header, maxLength, encoder);
         long sent;
+        int calls;
+        long returned;
         ObservedEncoder observed = inPlaceEncoder.observe(encoder);
         try {
             sent = te.trySendEncoded(id, header, maxLength, observed);
+            calls = observed.calls;
+            returned = observed.returned;
         } catch (PeerFailedException e) {
             if (observed.threw(e)) throw e; // another endpoint's failure, from a send the encoder made there
             throw failedNow(e);
@@ -276,17 +280,36 @@ final class RuntimeEndpoint implements Endpoint {
         } finally {
             observed.forget();
         }
-        if (sent >= 0) return sent;
-        return encodeHere(id, header, maxLength, encoder); // no room: the encoder was not called
+        if (calls == 0) {
+            if (sent < 0) return encodeHere(id, header, maxLength, encoder); // no room: the encoder was not called
+            throw brokenAnswer(sent, "without calling the encoder, so what it sent is not the application's payload");
+        }
+        if (calls == 1 && sent == returned) return sent;
+        // Encoding again would call the encoder twice and may send the message twice; the length is Endpoint.send's answer.
+        throw brokenAnswer(sent, "after the encoder it called " + (calls == 1 ? "" : calls + " times ") + "returned " + returned
+                + ", which it must answer once it called it (-1, \"no room\", only without calling it): whether the message was sent "
+                + "is unknown, and it is not encoded again");
+    }
+
+    /** A transport's answer from {@code trySendEncoded} that breaks the SPI's word, named as the plugin's fault. */
+    private ConduitException brokenAnswer(long sent, String how) {
+        return new ConduitException("plugin '" + transport + "' answered " + sent + " from trySendEncoded() " + how + ". That is the "
+                + "plugin's fault (the TCK's TransportContract shows it): report it to the plugin's authors, and meanwhile leave it out "
+                + "(transports=^" + transport + ") or use another plugin");
     }
 
     /** Calls the encoder it {@link #observe}s through the form it is called by, noting what it throws. */
     private static final class ObservedEncoder implements PayloadEncoder {
         private PayloadEncoder encoder;
         private Throwable thrown;
+        /** How many times the transport called the encoder in this send, and what the last call returned. */
+        int calls;
+        long returned;
 
         ObservedEncoder observe(PayloadEncoder encoder) {
             this.encoder = encoder;
+            calls = 0;
+            returned = -1;
             return this;
         }
 
@@ -303,8 +326,9 @@ final class RuntimeEndpoint implements Endpoint {
 
         @Override
         public long encode(MemorySegment target) {
+            calls++;
             try {
-                return encoder.encode(target);
+                return returned = encoder.encode(target);
             } catch (Throwable t) {
                 thrown = t;
                 throw t;
@@ -313,8 +337,9 @@ final class RuntimeEndpoint implements Endpoint {
 
         @Override
         public long encode(MemorySegment memory, long offset, long maxLength) {
+            calls++;
             try {
-                return encoder.encode(memory, offset, maxLength);
+                return returned = encoder.encode(memory, offset, maxLength);
             } catch (Throwable t) {
                 thrown = t;
                 throw t;

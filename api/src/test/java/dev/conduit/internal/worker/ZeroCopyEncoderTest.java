@@ -169,6 +169,62 @@ class ZeroCopyEncoderTest {
         assertThat(encoders).as("what the encoder threw through the transport").isSameAs(applications);
     }
 
+    /**
+     * {@code Endpoint.send} promises the encoder called exactly once and returns the length "as the
+     * encoder returned it"; a transport's {@code trySendEncoded} must answer that length once it
+     * called the encoder, and -1 only without calling it. Until 2026-12-08 the runtime took its
+     * answer on trust: a -1 after the encoder ran had the encoder called a second time and the
+     * message sent twice, and any other number (past {@code maxLength} too) reached the application
+     * as the payload's length. Now the answer is checked against the encoder's call, and one that
+     * breaks that word fails the send naming the plugin, the encoder not called again.
+     */
+    @Test
+    void aTransportAnsweringOtherThanItsEncoderReturnedIsThePluginsFaultAndTheEncoderRunsOnce() {
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        List<Long> delivered = new ArrayList<>();
+        worker.onMessage(1, m -> delivered.add(m.payloadLong(0)));
+        Endpoint self = worker.connect(worker.address());
+        for (long answer : new long[] {-1, 9, 4096 + 1}) {
+            plugin.transport.endpoints.getFirst().answer = written -> answer;
+            delivered.clear();
+            int[] calls = {0};
+            Throwable thrown = catchThrowable(() -> self.send(1, MemorySegment.NULL, 4096, target -> {
+                calls[0]++;
+                target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 7L);
+                return 8;
+            }));
+            plugin.transport.endpoints.getFirst().answer = null;
+            worker.progress();
+
+            assertThat(calls[0]).as("calls of the encoder of one send whose transport answered %d", answer).isEqualTo(1);
+            assertThat(thrown).as("what a send threw whose transport answered %d after its encoder returned 8", answer)
+                    .isInstanceOf(ConduitException.class)
+                    .hasMessageStartingWith("plugin 'inplace' answered " + answer + " from trySendEncoded() after the encoder it called "
+                            + "returned 8");
+            assertThat(delivered).as("messages delivered of a send whose transport answered %d", answer).hasSizeLessThanOrEqualTo(1);
+        }
+    }
+
+    /** A transport that answers a length without calling the encoder sent a message that is not the application's. */
+    @Test
+    void aTransportAnsweringALengthWithoutCallingTheEncoderIsThePluginsFault() {
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        Endpoint self = worker.connect(worker.address());
+        plugin.transport.endpoints.getFirst().answerWithoutEncoding = true;
+        int[] calls = {0};
+
+        Throwable thrown = catchThrowable(() -> self.send(1, MemorySegment.NULL, 4096, target -> {
+            calls[0]++;
+            return 0;
+        }));
+
+        assertThat(calls[0]).as("calls of the encoder").isZero();
+        assertThat(thrown).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inplace' answered 0 from trySendEncoded() without calling the encoder");
+    }
+
     /** A plugin whose transport sends every encoded payload in place, calling the encoder itself, and has room always. */
     static final class InPlacePlugin implements ConduitPlugin {
         InPlaceTransport transport;
@@ -228,6 +284,10 @@ class ZeroCopyEncoderTest {
         final class InPlaceEndpoint implements TransportEndpoint {
             boolean peerDied;
             RuntimeException commitFault;
+            /** While set, what an encoded send answers in place of the length its encoder wrote. */
+            java.util.function.LongUnaryOperator answer;
+            /** While set, an encoded send answers 0 without calling the encoder, sending nothing. */
+            boolean answerWithoutEncoding;
 
             @Override public long maxPayloadSize() { return 1 << 20; }
 
@@ -243,12 +303,13 @@ class ZeroCopyEncoderTest {
             public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
                 if (peerDied) throw new PeerFailedException(PeerFailedException.Reason.DIED, "this endpoint's peer died");
                 encodedSends++;
+                if (answerWithoutEncoding) return 0;
                 MemorySegment target = Arena.ofAuto().allocate(maxLength);
                 long written = PayloadEncoder.checkWritten(encoder.encode(target, 0, maxLength), maxLength);
                 if (peerDied) throw new PeerFailedException(PeerFailedException.Reason.DIED, "this endpoint's peer died meanwhile");
                 if (commitFault != null) throw commitFault;
                 sent.add(new Object[] {id, target.asSlice(0, written)});
-                return written;
+                return answer == null ? written : answer.applyAsLong(written);
             }
 
             @Override
