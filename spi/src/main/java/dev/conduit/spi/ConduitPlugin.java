@@ -75,8 +75,10 @@ public interface ConduitPlugin {
      * The thread modes the plugin's objects really support. A plugin that declares only
      * {@link ThreadMode#SINGLE} is treated as thread-confined: the runtime never calls one of its
      * objects from two threads, even one after the other, unless it confines calls to one thread of
-     * its own. Two exceptions hold for every plugin: {@link Transport#signal()} comes from any
-     * thread, and {@code Conduit.close()} closes a worker's transports and endpoints from the
+     * its own. Three exceptions hold for every plugin: {@link Transport#signal()} comes from any
+     * thread, so does the action {@link Transport#keepDelivered()} returns (the application closes
+     * its kept payload where it likes, also while {@code progress()} runs on another thread), and
+     * {@code Conduit.close()} closes a worker's transports and endpoints from the
      * closing thread when the worker's owner thread has ended, or has not returned from its call
      * within a second of being asked to close (with a WARNING; that call may then fail). The
      * {@code ConduitPlugin} itself is called from several threads (discovery, probes, each worker's
