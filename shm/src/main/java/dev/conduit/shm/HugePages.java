@@ -61,7 +61,9 @@ public record HugePages(long pageSize, long total, long free) {
      * cgroup's limit, or {@code otherwise} (how to do without them: a key to set).
      */
     public String remedy(long pagesNeeded, String otherwise) {
-        String size = pageSize >= 1L << 30 ? (pageSize >> 30) + "GB" : (pageSize >> 20) + "MB";
+        // As the kernel's hugetlb controller names its files (mm/hugetlb_cgroup.c): a size under a megabyte (arm64's 64 KB) in KB.
+        String size = pageSize >= 1L << 30 ? (pageSize >> 30) + "GB" : pageSize >= 1L << 20 ? (pageSize >> 20) + "MB"
+                : (pageSize >> 10) + "KB";
         long wanted = Math.max(0, total) + pagesNeeded;
         return "reserve more huge pages as root: sysctl vm.nr_hugepages=" + wanted + " (writes " + NR_HUGEPAGES + "; the kernel may "
                 + "grant fewer when memory is fragmented: read HugePages_Total back), or raise this process's cgroup's hugetlb limit "

@@ -39,6 +39,15 @@ class HugePagesTest {
     }
 
     @Test
+    void theCgroupFilesOfAHugePageSizeUnderAMegabyteAreNamedInKilobytesAsTheKernelNamesThem() {
+        // arm64 with default_hugepagesz=64K: the kernel's hugetlb controller names its files hugetlb.64KB.*, not 0MB.
+        assertThat(new HugePages(64L << 10, 0, 0).remedy(1, "no")).contains("hugetlb.64KB.max in cgroup v2")
+                .contains("hugetlb.64KB.limit_in_bytes in v1");
+        assertThat(new HugePages(32L << 20, 0, 0).remedy(1, "no")).contains("hugetlb.32MB.max");
+        assertThat(new HugePages(16L << 30, 0, 0).remedy(1, "no")).contains("hugetlb.16GB.max");
+    }
+
+    @Test
     void aKernelWithoutHugePagesOrAnUnreadableFileSaysSo() throws IOException {
         HugePages without = HugePages.read(Files.writeString(dir.resolve("meminfo"), "MemTotal:       16384000 kB\n"));
         assertThat(without.supported()).isFalse();
