@@ -176,9 +176,11 @@ public interface Libc {
     /**
      * Opens {@code path} only if it stays beneath {@code directory} and crosses no symbolic
      * link: what a path taken from an IPC handle needs (DESIGN §4). Uses {@link #openat2} with
-     * {@code RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS}; only on kernels without {@code openat2}
-     * ({@code ENOSYS}) it walks the path one {@code openat(O_NOFOLLOW)} at a time instead,
-     * refusing {@code ..} and absolute paths itself. Either way: {@code EXDEV} for a path that
+     * {@code RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS}; only where {@code openat2} is missing
+     * ({@code ENOSYS}, remembered for later opens) or refused with {@code EPERM} (what a container's
+     * seccomp profile older than the call answers, Docker's before 20.10; tried again at the next
+     * open, as an {@code EPERM} may be this open's own) it walks the path one
+     * {@code openat(O_NOFOLLOW)} at a time instead, refusing {@code ..} and absolute paths itself. Either way: {@code EXDEV} for a path that
      * leaves the directory, {@code ELOOP} for a symbolic link on the path or at its end, except
      * that {@code O_PATH|O_NOFOLLOW} opens a link at its end itself, as {@code open(2)} does (a
      * descriptor to {@link #fstat} the link with, not to follow it).
