@@ -1000,7 +1000,7 @@ public final class FfmLibc implements Libc {
             }
             if (timeoutMillis > 0) {
                 long left = deadline - System.nanoTime();
-                timeout = left <= 0 ? 0 : (int) Math.max(1, TimeUnit.NANOSECONDS.toMillis(left));
+                timeout = left <= 0 ? 0 : Libc.pollTimeoutMillis(left); // rounded up, as every wait here: never ends early
             }
         }
     }
