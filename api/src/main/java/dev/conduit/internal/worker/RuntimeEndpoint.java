@@ -124,6 +124,14 @@ final class RuntimeEndpoint implements Endpoint {
     /** Whether {@link #pending} is not empty (counted once in the worker's backlog count). */
     private volatile boolean backlogged;
     private volatile PeerFailedException failure;
+    /**
+     * Set while {@link #drain} hands the queue's head to the transport: a failure the transport
+     * reports meanwhile (it may take the message and then find its peer gone) waits in
+     * {@link #reportedDuringHandOver} until the hand-over's answer says whether that message is
+     * still the queue's to discard and count.
+     */
+    private boolean handingOver;
+    private PeerFailedException reportedDuringHandOver;
     private volatile boolean closed;
     @SuppressWarnings("unused") // through NOTIFIED
     private volatile boolean notified;
@@ -601,17 +609,24 @@ final class RuntimeEndpoint implements Endpoint {
             if (!backlogged) return 0;
             while (!pending.isEmpty()) {
                 boolean ok;
+                handingOver = true;
                 try {
                     ok = pending.offerHead(te);
                 } catch (PeerFailedException e) {
-                    fail(e);
+                    endHandOver(e);
                     return sent;
+                } catch (RuntimeException | Error e) {
+                    endHandOver(null);
+                    throw e;
                 } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
+                    endHandOver(null);
                     throw thrownBy(transport, "trySend", e);
                 }
-                if (!ok) return sent;
-                pending.remove();
-                sent++;
+                if (ok) {
+                    pending.remove();
+                    sent++;
+                }
+                if (endHandOver(null) || !ok) return sent;
             }
             backlogged = false;
             worker.backlogChanged(-1);
@@ -621,6 +636,20 @@ final class RuntimeEndpoint implements Endpoint {
         }
         close(true); // the connection it answered ended while answers waited here: the transport has them all now
         return sent;
+    }
+
+    /**
+     * Ends {@link #drain}'s hand-over of the queue's head, once the message the transport took, if
+     * it took it, is off the queue: fails the endpoint with what the transport reported meanwhile,
+     * or else with {@code thrown}, when either is there (true then).
+     */
+    private boolean endHandOver(PeerFailedException thrown) {
+        handingOver = false;
+        PeerFailedException cause = reportedDuringHandOver != null ? reportedDuringHandOver : thrown;
+        reportedDuringHandOver = null;
+        if (cause == null) return false;
+        fail(cause);
+        return true;
     }
 
     /**
@@ -694,6 +723,10 @@ final class RuntimeEndpoint implements Endpoint {
         lock();
         try {
             if (failure != null || closed) return;
+            if (handingOver) { // reported by the transport inside drain's hand-over, on this thread: drain fails it next
+                if (reportedDuringHandOver == null) reportedDuringHandOver = cause;
+                return;
+            }
             long messages = pending.messages();
             long bytes = pending.bytes();
             pending.clear();

@@ -2109,6 +2109,34 @@ class EndpointMessagingTest {
     }
 
     /**
+     * A transport may take a message and report its peer's failure in the same trySend (it wrote the
+     * message, then found the peer gone): the report discards the local queue, and the hand-over of
+     * a backlog stops there. Until 2026-12-07 it went on to remove the taken message from the queue
+     * the report had emptied, and progress() threw a NullPointerException out of the runtime.
+     */
+    @Test
+    void aTransportThatTakesAQueuedMessageAndReportsThePeersFailureStopsTheHandOverWithTheFailureReported() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 1, false);
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        List<PeerFailedException> reported = new ArrayList<>();
+        Pair p = new Pair(plugin, sender, receiver, sender.connect(receiver.address(), (endpoint, failure) -> reported.add(failure)));
+        List<Long> seen = recordFirstLongs(p.receiver());
+        for (long i = 0; i < 3; i++) p.endpoint().send(1, longs(i)); // 0 taken, 1 and 2 queued locally
+        p.transportEndpoint().reportedWhileTaking = new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer died");
+
+        p.receiver().progress(); // room for 1
+        p.sender().progress();   // hands 1 over; the transport reports the failure as it takes it
+
+        assertThat(p.endpoint().isFailed()).as("the endpoint whose transport reported its peer's failure").isTrue();
+        assertThat(reported).singleElement().extracting(Throwable::getMessage).asString()
+                .contains("loopback peer died", "1 message (8 bytes) waiting in the local queue was discarded");
+        p.receiver().progress();
+        assertThat(seen).as("what the receiver got").containsExactly(0L, 1L);
+    }
+
+    /**
      * Out of descriptors the JDK's logging throws an {@code Error} at every record: the WARNING of
      * the messages a close discards is said on the way to giving back the endpoint's transport
      * endpoint and peer regions. Until 2026-12-07 the logger's {@code Error} came out of the close

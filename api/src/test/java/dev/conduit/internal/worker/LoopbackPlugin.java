@@ -557,6 +557,11 @@ final class LoopbackPlugin implements ConduitPlugin {
          * queue is damaged ({@code ShmEndpoint.sendFault}, {@code corruptQueue}).
          */
         volatile boolean reportsSendFault;
+        /**
+         * Reported through the endpoint's events by every trySend while set, which still takes its message: a transport that
+         * wrote the message and then found its peer gone, and says both.
+         */
+        volatile PeerFailedException reportedWhileTaking;
         /** Thrown by every trySend while set, after {@link #sendFault}: an Error, as a fault in mapped memory is (an InternalError). */
         volatile Error sendError;
         final LoopbackTransport owner;
@@ -606,7 +611,9 @@ final class LoopbackPlugin implements ConduitPlugin {
                 byte[] bytes = new byte[hl + (int) payload.byteSize()];
                 MemorySegment.copy(header, ValueLayout.JAVA_BYTE, 0, bytes, 0, hl);
                 MemorySegment.copy(payload, ValueLayout.JAVA_BYTE, 0, bytes, hl, bytes.length - hl);
-                return target.deliver(new Msg(id, bytes, hl, owner.plugin.namesSenders ? connection : 0));
+                boolean taken = target.deliver(new Msg(id, bytes, hl, owner.plugin.namesSenders ? connection : 0));
+                if (taken && reportedWhileTaking != null) events.peerFailed(reportedWhileTaking);
+                return taken;
             } finally {
                 owner.exit();
             }
