@@ -456,13 +456,14 @@ final class FfmVerbs implements Verbs {
             }
         }
 
+        /** Closed only once {@code ibv_close_device} succeeded, as every close here (see {@code FfmMemoryRegion.close}). */
         @Override
-        public void close() {
+        public synchronized void close() {
             if (closed) {
                 return;
             }
-            closed = true;
             checked("ibv_close_device", name, closeDevice, context);
+            closed = true;
         }
 
         private void check() {
@@ -584,12 +585,12 @@ final class FfmVerbs implements Verbs {
         }
 
         @Override
-        public void close() {
+        public synchronized void close() {
             if (closed) {
                 return;
             }
-            closed = true;
             checked("ibv_dealloc_pd", device.name, deallocPd, pd);
+            closed = true;
         }
     }
 
@@ -706,12 +707,12 @@ final class FfmVerbs implements Verbs {
         }
 
         @Override
-        public void close() {
+        public synchronized void close() {
             if (closed) {
                 return;
             }
-            closed = true;
             checked("ibv_destroy_comp_channel", device, destroyCompChannel, channel);
+            closed = true;
         }
     }
 
@@ -771,21 +772,19 @@ final class FfmVerbs implements Verbs {
             }
         }
 
+        /** Its arena (what polling reads and writes) is freed only with the queue: a failed destroy leaves it usable and closable again. */
         @Override
-        public void close() {
+        public synchronized void close() {
             if (closed) {
                 return;
             }
+            checked("ibv_destroy_cq", device, destroyCq, cq);
             closed = true;
-            try {
-                checked("ibv_destroy_cq", device, destroyCq, cq);
-                if (owner != null) {
-                    // This queue only: once destroyed, its address may already be a new queue's, created on another worker's thread.
-                    owner.completionQueues.remove(cq.address(), this);
-                }
-            } finally {
-                arena.close();
+            if (owner != null) {
+                // This queue only: once destroyed, its address may already be a new queue's, created on another worker's thread.
+                owner.completionQueues.remove(cq.address(), this);
             }
+            arena.close();
         }
     }
 
@@ -944,22 +943,20 @@ final class FfmVerbs implements Verbs {
             }
         }
 
+        /** Its arena (the work requests posting fills) is freed only with the queue pair: a failed destroy leaves it usable and closable again. */
         @Override
-        public void close() {
+        public synchronized void close() {
             if (closed) {
                 return;
             }
+            checked("ibv_destroy_qp", device, destroyQp, qp);
             closed = true;
-            try {
-                checked("ibv_destroy_qp", device, destroyQp, qp);
-                // Not before: a queue pair that could not be destroyed may still have events, which must still find it. This one
-                // only: once destroyed, its address may already be a new queue pair's, created on another worker's thread.
-                if (owner != null) {
-                    owner.queuePairs.remove(qp.address(), this);
-                }
-            } finally {
-                arena.close();
+            // Not before: a queue pair that could not be destroyed may still have events, which must still find it. This one
+            // only: once destroyed, its address may already be a new queue pair's, created on another worker's thread.
+            if (owner != null) {
+                owner.queuePairs.remove(qp.address(), this);
             }
+            arena.close();
         }
     }
 

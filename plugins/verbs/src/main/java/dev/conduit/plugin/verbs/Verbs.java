@@ -11,6 +11,11 @@ import java.util.List;
  *
  * <p>Failures are {@link ErrnoException}s naming the verbs call, the errno and the device, as
  * {@code ibv_open_device(rxe0): EACCES (Permission denied)}.
+ *
+ * <p>Every {@code close} here ({@code ibv_close_device}, {@code ibv_dealloc_pd},
+ * {@code ibv_dereg_mr}, {@code ibv_destroy_*}) is thread-safe and a no-op once it succeeded; one
+ * that failed leaves its object open and usable, still held on the device, and a later close tries
+ * the call again.
  */
 interface Verbs {
 
@@ -33,7 +38,7 @@ interface Verbs {
      */
     Device open(String name);
 
-    /** An open device context. Not thread-safe; close it once. */
+    /** An open device context. Not thread-safe, but for {@link #takeAsyncEvent} and {@link #close}. */
     interface Device extends AutoCloseable {
 
         /** {@code ibv_query_device}. */
@@ -98,11 +103,7 @@ interface Verbs {
 
         int remoteKey();
 
-        /**
-         * {@code ibv_dereg_mr}; thread-safe, and a no-op once it succeeded. One that failed (an
-         * {@link dev.conduit.linux.ErrnoException}) leaves the region registered and open: a later
-         * close tries again.
-         */
+        /** {@code ibv_dereg_mr}: one that failed leaves the region registered (the device may write into it) and open. */
         @Override
         void close();
     }

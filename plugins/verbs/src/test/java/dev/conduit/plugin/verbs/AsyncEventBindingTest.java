@@ -41,8 +41,6 @@ class AsyncEventBindingTest {
     @Test
     @SuppressWarnings("restricted") // the test module is granted native access, as the plugin is
     void eventsAreReadWithoutWaitingMatchedToTheirObjectsAndAcknowledged(@TempDir Path directory) throws Throwable {
-        assumeTrue(Files.isExecutable(GCC), "gcc is not installed at " + GCC);
-        assumeTrue(Files.isRegularFile(HEADER), HEADER + " is missing: install libibverbs-dev");
         Path library = shim(directory);
         SymbolLookup shim = SymbolLookup.libraryLookup(library, Arena.global());
         Linker linker = Linker.nativeLinker();
@@ -107,8 +105,6 @@ class AsyncEventBindingTest {
      */
     @Test
     void aQueuePairOrQueueDestroyedAfterItsAddressWasReusedLeavesTheNewOneMatched(@TempDir Path directory) throws Throwable {
-        assumeTrue(Files.isExecutable(GCC), "gcc is not installed at " + GCC);
-        assumeTrue(Files.isRegularFile(HEADER), HEADER + " is missing: install libibverbs-dev");
         Path library = shim(directory);
         SymbolLookup shim = SymbolLookup.libraryLookup(library, Arena.global());
         Linker linker = Linker.nativeLinker();
@@ -137,7 +133,10 @@ class AsyncEventBindingTest {
         }
     }
 
-    private static Path shim(Path directory) throws IOException, InterruptedException {
+    /** The stand-in libibverbs, compiled into {@code directory} (the test is skipped without gcc or the header); {@link FfmVerbsCloseTest} uses it too. */
+    static Path shim(Path directory) throws IOException, InterruptedException {
+        assumeTrue(Files.isExecutable(GCC), "gcc is not installed at " + GCC);
+        assumeTrue(Files.isRegularFile(HEADER), HEADER + " is missing: install libibverbs-dev");
         Path source = directory.resolve("verbs_async_shim.c");
         try (InputStream in = AsyncEventBindingTest.class.getResourceAsStream("verbs_async_shim.c")) {
             Files.copy(in, source);

@@ -1,10 +1,12 @@
 /* A stand-in libibverbs for AsyncEventBindingTest, compiled against the installed
  * <infiniband/verbs.h>: it exports every function FfmVerbs binds, each doing the least a test of
- * the asynchronous events needs, and reads events as rdma-core's ibv_get_async_event does (a
- * struct ib_uverbs_async_event_desc read from the context's async_fd, the element set by the
- * event's type), from a pipe the test writes with shim_raise. It is not libibverbs: it checks
- * FfmVerbs' marshalling of struct ibv_async_event, the descriptor's O_NONBLOCK and the
- * acknowledgement, not a provider or the kernel. */
+ * the asynchronous events or of the closes needs, and reads events as rdma-core's
+ * ibv_get_async_event does (a struct ib_uverbs_async_event_desc read from the context's async_fd,
+ * the element set by the event's type), from a pipe the test writes with shim_raise. Every close
+ * (ibv_close_device, ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_*) is counted and returns the errno
+ * shim_fail_closes set, destroying nothing, while it is not 0. It is not libibverbs: it checks
+ * FfmVerbs' marshalling of struct ibv_async_event, the descriptor's O_NONBLOCK, the
+ * acknowledgement and what a failed close leaves, not a provider or the kernel. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -24,6 +26,11 @@ static struct ibv_context context;
 static struct ibv_pd pd;
 static struct ibv_cq cq;
 static struct ibv_qp qp;
+static struct ibv_mr mr;
+static struct ibv_comp_channel channel;
+static int channel_write_fd = -1;
+static int fail_closes;
+static int closes;
 static int raise_fd = -1;
 static int reported;
 static int acknowledged;
@@ -52,21 +59,44 @@ struct ibv_context *ibv_open_device(struct ibv_device *d) {
     return &context;
 }
 
-int ibv_close_device(struct ibv_context *c) { close(c->async_fd); close(raise_fd); raise_fd = -1; return 0; }
+/* Counts a close and returns the errno it fails with, 0 when it is to go ahead. */
+static int close_called(void) { closes++; return fail_closes; }
+
+int ibv_close_device(struct ibv_context *c) { if (close_called()) return fail_closes; close(c->async_fd); close(raise_fd); raise_fd = -1; return 0; }
 int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr) { return 0; }
 int ibv_query_port(struct ibv_context *c, uint8_t port, struct _compat_ibv_port_attr *attr) { return 0; }
 int ibv_query_gid(struct ibv_context *c, uint8_t port, int index, union ibv_gid *gid) { return 0; }
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *c) { pd.context = c; return &pd; }
-int ibv_dealloc_pd(struct ibv_pd *p) { return 0; }
-struct ibv_mr *ibv_reg_mr(struct ibv_pd *p, void *addr, size_t length, int access) { errno = ENOSYS; return NULL; }
-int ibv_dereg_mr(struct ibv_mr *mr) { return 0; }
-struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c) { errno = ENOSYS; return NULL; }
-int ibv_destroy_comp_channel(struct ibv_comp_channel *channel) { return 0; }
+int ibv_dealloc_pd(struct ibv_pd *p) { return close_called(); }
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *p, void *addr, size_t length, int access) {
+    mr.context = p->context;
+    mr.pd = p;
+    mr.addr = addr;
+    mr.length = length;
+    mr.lkey = 0x11;
+    mr.rkey = 0x22;
+    return &mr;
+}
+int ibv_dereg_mr(struct ibv_mr *m) { return close_called(); }
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c) {
+    int fds[2];
+    if (pipe(fds) != 0) return NULL;
+    channel.context = c;
+    channel.fd = fds[0];
+    channel_write_fd = fds[1];
+    return &channel;
+}
+int ibv_destroy_comp_channel(struct ibv_comp_channel *ch) {
+    if (close_called()) return fail_closes;
+    close(ch->fd);
+    close(channel_write_fd);
+    return 0;
+}
 struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context, struct ibv_comp_channel *channel, int vector) {
     cq.context = c;
     return &cq;
 }
-int ibv_destroy_cq(struct ibv_cq *q) { return 0; }
+int ibv_destroy_cq(struct ibv_cq *q) { return close_called(); }
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **q, void **cq_context) { errno = EAGAIN; return -1; }
 void ibv_ack_cq_events(struct ibv_cq *q, unsigned int nevents) { }
 struct ibv_qp *ibv_create_qp(struct ibv_pd *p, struct ibv_qp_init_attr *attr) {
@@ -75,7 +105,7 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *p, struct ibv_qp_init_attr *attr) {
     return &qp;
 }
 int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *attr, int mask) { return 0; }
-int ibv_destroy_qp(struct ibv_qp *q) { return reported == acknowledged ? 0 : EBUSY; }
+int ibv_destroy_qp(struct ibv_qp *q) { return close_called() ? fail_closes : reported == acknowledged ? 0 : EBUSY; }
 
 int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *event) {
     struct kernel_event ev;
@@ -112,4 +142,6 @@ int shim_acknowledged(void) { return acknowledged; }
 int shim_last_acknowledged_type(void) { return last_acknowledged.event_type; }
 void *shim_last_acknowledged_element(void) { return last_acknowledged.element.qp; }
 void *shim_qp(void) { return &qp; }
+void shim_fail_closes(int errno_code) { fail_closes = errno_code; }
+int shim_closes(void) { return closes; }
 void *shim_cq(void) { return &cq; }
