@@ -88,6 +88,11 @@ final class PerfPeer implements AutoCloseable {
         this(directory, null, process, hook, new CountDownLatch(1));
     }
 
+    /** Over a started {@code process} in {@code directory}, whose {@code lease} it holds until it stops the process. */
+    PerfPeer(Path directory, RunLease lease, Process process, Thread hook) {
+        this(directory, lease, process, hook, new CountDownLatch(1));
+    }
+
     private PerfPeer(Path directory, RunLease lease, Process process, Thread hook, CountDownLatch stopped) {
         this.directory = directory;
         this.lease = lease;
@@ -176,8 +181,8 @@ final class PerfPeer implements AutoCloseable {
 
     /**
      * The lease of a run on its private directory ({@code conduit-perf-<owner>.lease}, {@link OwnerLease}), taken as the
-     * directory is made and held until it is removed: while the run's process lives its directory has a live owner, also
-     * before its server's and its own workers have leases there, so {@link #removeDirectoriesOfGoneRuns} never takes it.
+     * directory is made and held until the run stops its server: until then its directory has a live owner, also before its
+     * server's and its own workers have leases there, so {@link #removeDirectoriesOfGoneRuns} never takes it.
      */
     record RunLease(SharedDirectory directory, OwnerLease lease) {
         static RunLease acquire(Path dir) {
@@ -378,6 +383,17 @@ final class PerfPeer implements AutoCloseable {
     private int stop(Duration ownExitWait) {
         if (closed) return process.isAlive() ? -1 : process.exitValue();
         closed = true;
+        // Released before the server can end: one whose standard input ends removes the directory as it exits (its client
+        // may be gone), and the lease's close, which lists the directory for the run's files, then found none there and
+        // warned that the directory "was removed while this process uses it". Its server's own leases, live until it has
+        // ended, keep a later run from taking the directory meanwhile (removeDirectoriesOfGoneRuns).
+        if (lease != null) {
+            try {
+                lease.close();
+            } catch (RuntimeException e) {
+                // its file goes with the directory below; the lock with the descriptor, closed in any case
+            }
+        }
         int exit = -1;
         try {
             if (!process.waitFor(ownExitWait.toMillis(), TimeUnit.MILLISECONDS)) {
@@ -393,13 +409,6 @@ final class PerfPeer implements AutoCloseable {
         } catch (IOException e) {
             process.destroyForcibly();
         } finally {
-            if (lease != null) {
-                try {
-                    lease.close();
-                } catch (RuntimeException e) {
-                    // its file goes with the directory below; the lock with the descriptor, closed in any case
-                }
-            }
             deleteTree(directory);
             try {
                 Runtime.getRuntime().removeShutdownHook(hook);

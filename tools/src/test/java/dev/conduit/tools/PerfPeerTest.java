@@ -44,6 +44,42 @@ class PerfPeerTest {
     }
 
     /**
+     * A spawned server whose standard input ends removes its private directory as it exits (the client that started it
+     * may be gone), which is how a run stops a server that did not exit by itself: after a failure before the session (a
+     * server not up within --timeout), or one that did not read the BYE. The run's own lease on that directory was closed
+     * after that, in a directory no longer there: every such failure logged a WARNING that the directory "was removed
+     * while this process uses it: make it again and restart this process, or set --shared-dir to another directory",
+     * under the run's own error. The stand-in removes the directory when its input ends, as the server does.
+     */
+    @Test
+    void aServerThatRemovesItsDirectoryWhenItsInputEndsLeavesTheRunNothingToWarnOf() throws Exception {
+        Path dir = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-peer");
+        PerfPeer.RunLease lease = PerfPeer.RunLease.acquire(dir);
+        Process server = new ProcessBuilder("bash", "-c", "cat >/dev/null; rm -rf -- \"$0\"", dir.toString())
+                .redirectErrorStream(true).start();
+        PerfPeer peer = new PerfPeer(dir, lease, server, new Thread(() -> { }));
+        // The module reads no java.logging (the runtime logs through System.Logger): read here, and no class of this test
+        // extends one of it, which JUnit's discovery would load before.
+        PerfPeerTest.class.getModule().addReads(ModuleLayer.boot().findModule("java.logging").orElseThrow());
+        java.io.ByteArrayOutputStream logged = new java.io.ByteArrayOutputStream();
+        java.util.logging.Logger shmLog = java.util.logging.Logger.getLogger("dev.conduit.shm");
+        java.util.logging.StreamHandler handler = new java.util.logging.StreamHandler(logged, new java.util.logging.SimpleFormatter());
+        shmLog.addHandler(handler);
+        try {
+            int exit = HangGuard.await("the stop of a stand-in server", peer::stopWithoutSession);
+
+            assertThat(exit).as(peer.output()).isZero();
+            assertThat(dir).doesNotExist();
+            handler.flush();
+            assertThat(logged.toString()).as("what the run's lease logged as it closed").isEmpty();
+        } finally {
+            shmLog.removeHandler(handler);
+            server.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            PerfPeer.deleteTree(dir);
+        }
+    }
+
+    /**
      * What a stand-in server, bash running {@code script}, printed once {@code stop} ended it; asserts that it exited with
      * 0 and that its directory went with it.
      */
