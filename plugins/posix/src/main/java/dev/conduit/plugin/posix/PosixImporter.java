@@ -102,6 +102,8 @@ final class PosixImporter implements IpcImporter {
             throw new InvalidHandleException("chunk.length", chunkLength + " is not a positive length");
         }
         Path path = config.directory().resolve(name);
+        FileMapping mapping = null;
+        // The directory's close comes last and may fail (EIO; EBADF): what the steps before it took is undone then too.
         try (SharedDirectory directory = SharedDirectory.open(libc, config.directory(), config.directoryKeys())) {
             FileDescriptor opened;
             boolean writable = true;
@@ -117,22 +119,25 @@ final class PosixImporter implements IpcImporter {
                     throw refused(readOnly, directory, export, path, payload);
                 }
             }
-            FileMapping mapping = null;
-            try {
-                try (FileDescriptor fd = opened) {
-                    FileStatus status = libc.fstat(fd);
-                    check(fd, status, export, path, chunkLength, payload);
-                    // The chunk's own user: a lease of another one, planted under the name, is none.
-                    ExporterLease exporter = ExporterLease.of(libc, config.directory(), config.directoryKeys(),
-                            PosixMemoryProvider.FILE_PREFIX, name, status.uid());
-                    mapping = FileMapping.map(libc, fd, chunkLength, writable, path, config.directoryKeys(), exporter);
-                }
-                return mapping;
-            } catch (RuntimeException | Error e) {
-                if (mapping != null) Cleanup.run(e, mapping::close);
-                throw e;
+            try (FileDescriptor fd = opened) {
+                FileStatus status = libc.fstat(fd);
+                check(fd, status, export, path, chunkLength, payload);
+                // The chunk's own user: a lease of another one, planted under the name, is none.
+                ExporterLease exporter = ExporterLease.of(libc, config.directory(), config.directoryKeys(),
+                        PosixMemoryProvider.FILE_PREFIX, name, status.uid());
+                mapping = FileMapping.map(libc, fd, chunkLength, writable, path, config.directoryKeys(), exporter);
             }
+        } catch (RuntimeException | Error e) {
+            if (mapping == null) throw e;
+            Cleanup.run(e, mapping::close);
+            if (e instanceof ErrnoException closing) {
+                throw new ConduitException("cannot map " + path + ": mapped, but closing a descriptor afterwards failed: "
+                        + closing.getMessage() + "; the mapping is undone. " + Errno.remedy(closing.errno(),
+                        "Check the directory set by " + config.directoryKeys() + " (EIO: its file system)"), closing);
+            }
+            throw e;
         }
+        return mapping;
     }
 
     /** Why {@code path} could not be opened ({@code e}), as the exception to throw. */

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.posix;
 
 import dev.conduit.linux.Errno;
+import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.OpenFlags;
@@ -37,6 +38,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -395,6 +397,31 @@ class PosixImporterTest {
         assertThatThrownBy(() -> importer.map(reader(payload), 2 * page))
                 .hasMessageContaining("crash this process with SIGBUS on access past byte " + page);
         assertThat(ProcessResources.mappingsOf(shared)).isEqualTo(1); // the producer's own
+    }
+
+    /**
+     * The directory's descriptor failing to close once the chunk is mapped ({@code EBADF}: something
+     * closed its number; {@code EIO}) left {@code map} with the mapping made and returned to no one:
+     * mapped until the JVM's end. It is unmapped now, and the failure names the chunk and the errno.
+     */
+    @Test
+    void aDirectoryThatFailsToCloseAfterTheChunkIsMappedLeavesNothingMappedAndNamesChunkAndErrno() {
+        Chunk chunk = provider.allocate(page);
+        byte[] payload = provider.export(chunk);
+        AtomicInteger directory = new AtomicInteger(-1);
+        Libc closingTheDirectory = FailingLibc.seeing((call, args) -> {
+            if (call.equals("openBeneath") && directory.get() < 0) directory.set(((FileDescriptor) args[0]).fd());
+            // Its number closed behind its back: the importer's own close of it then fails with EBADF.
+            if (call.equals("mmap")) FileDescriptor.adopt(directory.get(), "the importer's directory").close();
+        });
+        IpcImporter importing = new PosixImporter(closingTheDirectory, PosixConfig.of(TestContext.of(shared)), true);
+        long descriptors = ProcessResources.openDescriptors();
+
+        Throwable failure = org.assertj.core.api.Assertions.catchThrowable(() -> importing.map(reader(payload), page));
+        assertThat(ProcessResources.mappingsOf(shared)).as("the producer's own only").isEqualTo(1);
+        assertThat(ProcessResources.openDescriptors()).isEqualTo(descriptors);
+        assertThat(failure).isInstanceOf(ConduitException.class)
+                .hasMessageContaining(shared.resolve(fileName(payload)).toString()).hasMessageContaining("EBADF");
     }
 
     /** A file of this user, mode 0600, whose open is refused all the same: something other than the mode bits refused (SELinux on a bind mount, most likely). */
