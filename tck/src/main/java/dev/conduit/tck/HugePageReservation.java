@@ -25,16 +25,29 @@ public final class HugePageReservation implements AutoCloseable {
         this.previous = previous;
     }
 
-    /** Resizes the pool so that {@code pages} pages are free (if the kernel grants them), beside those in use now. */
+    /**
+     * Resizes the pool so that {@code pages} pages are free (if the kernel grants them), beside those
+     * in use or reserved now. The size given back on close is {@code nr_hugepages}'s, not
+     * {@code HugePages_Total}, which counts surplus pages too: written back, the kernel would make
+     * those persistent and the pool would stay larger once their mappings end.
+     */
     public static HugePageReservation withFree(long pages) {
-        long total = meminfo("HugePages_Total:");
-        write(Math.max(0, total - meminfo("HugePages_Free:")) + pages);
-        return new HugePageReservation(total);
+        long previous = read();
+        write(Math.max(0, meminfo("HugePages_Total:") - free(meminfo("HugePages_Free:"), meminfo("HugePages_Rsvd:"))) + pages);
+        return new HugePageReservation(previous);
     }
 
-    /** {@code HugePages_Free} now. */
+    /**
+     * The pages a new mapping may take now: {@code HugePages_Free} less {@code HugePages_Rsvd}, pages
+     * that mappings made already reserved and have not touched yet, which {@code HugePages_Free} still
+     * counts but the kernel will not give to another.
+     */
     public long free() {
-        return meminfo("HugePages_Free:");
+        return free(meminfo("HugePages_Free:"), meminfo("HugePages_Rsvd:"));
+    }
+
+    private static long free(long free, long reserved) {
+        return Math.max(0, free - reserved);
     }
 
     private static long meminfo(String field) {
@@ -50,6 +63,14 @@ public final class HugePageReservation implements AutoCloseable {
     @Override
     public void close() {
         write(previous);
+    }
+
+    private static long read() {
+        try {
+            return Long.parseLong(Files.readString(NR_HUGEPAGES).trim());
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the huge page pool's size (" + NR_HUGEPAGES + ")", e);
+        }
     }
 
     private static void write(long pages) {
