@@ -276,12 +276,12 @@ public final class RuntimePool implements Pool {
                 chunk.export = null; // revoked by the refusal all the same (memfd, devdax): the region's next export asks anew
                 chunk.freeRefused = inUse;
                 throw inUse;
-            } catch (RuntimeException | Error e) {
+            } catch (Error e) {
                 dedicated.remove(chunk);
                 throw e;
-            } catch (Exception undeclared) { // a checked one, thrown undeclared (Kotlin, @SneakyThrows): named, as Region.close declares none
+            } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): named, as Region.close declares none
                 dedicated.remove(chunk);
-                throw PluginRecord.failed(plugin, "its memory provider's free()", undeclared);
+                throw PluginRecord.failed(plugin, "its memory provider's free()", e);
             }
             dedicated.remove(chunk);
             heldBytes -= chunk.segment.byteSize();
@@ -402,8 +402,10 @@ public final class RuntimePool implements Pool {
             }
             try {
                 provider.close();
+            } catch (IllegalStateException refused) { // in use: every close tries again
+                throw refused;
             } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): named, as Pool.close declares none
-                throw e instanceof RuntimeException refused ? refused : PluginRecord.failed(plugin, "its memory provider's close()", e);
+                throw PluginRecord.failed(plugin, "its memory provider's close()", e);
             }
             providerClosed = true;
             // Only now: a pool whose provider refused to close stays with its Conduit, whose close tries it again.

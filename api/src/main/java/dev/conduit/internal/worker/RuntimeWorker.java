@@ -1305,10 +1305,10 @@ public final class RuntimeWorker implements Worker {
                             woke = sleep(waker, slice);
                         } catch (InternalError e) {
                             throw mappedMemoryFault(e, transportNames[wakeup]); // await reads the queue too (its liveness checks)
-                        } catch (RuntimeException e) {
+                        } catch (IllegalStateException e) { // the transport closed under the call
                             throw closedOr(e);
-                        } catch (Exception e) { // a checked one, thrown undeclared (Kotlin, @SneakyThrows): the plugin's fault, as progress()'s
-                            throw closedOr(RuntimeEndpoint.thrownBy(transportNames[wakeup], "await", e));
+                        } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): the plugin's fault, as progress()'s
+                            throw closedOr(PluginRecord.failed(transportNames[wakeup], "await()", e));
                         } finally {
                             d.inTransport--;
                         }

@@ -600,6 +600,46 @@ class RuntimePoolTest {
         assertThat(plugin.providersClosed).as("the pool's next close closed it").hasValue(2);
     }
 
+    /**
+     * A provider's free or close that throws an unchecked exception of its own (a
+     * {@code NullPointerException} of its chunk table) is named as the plugin's fault, as its
+     * allocate's and export's are; a {@code ConduitException} passes as it is, a refusal while in
+     * use ({@code IllegalStateException}) keeps its meaning, and an {@code Error} stays itself.
+     * Until 2026-12-07 the bare exception came out of {@code Region.close} and {@code Pool.close},
+     * naming no plugin.
+     */
+    @Test
+    void aProvidersUncheckedExceptionFromFreeOrCloseIsNamedAsThePluginsFault() {
+        conduit = Conduit.builder().discoverPlugins(false).environment(Map.of()).addPlugin(plugin)
+                .set("pool.chunk.size", Long.toString(CHUNK)).build();
+        Pool local = conduit.pool("inproc");
+        NullPointerException table = new NullPointerException("chunk table");
+        plugin.providerThrows.put("free", table);
+        Region own = local.allocate(2 * CHUNK);
+        assertThatThrownBy(own::close).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inproc' failed in its memory provider's free(): java.lang.NullPointerException: chunk table")
+                .hasCause(table);
+        assertThat(own.isOpen()).as("a failed free is not tried again").isFalse();
+
+        ConduitException gone = new ConduitException("munmap: EINVAL");
+        plugin.providerThrows.put("free", gone);
+        Region another = local.allocate(2 * CHUNK);
+        assertThatThrownBy(another::close).isSameAs(gone);
+
+        OutOfMemoryError outOfMemory = new OutOfMemoryError("Java heap space");
+        plugin.providerThrows.put("free", outOfMemory);
+        Region third = local.allocate(2 * CHUNK);
+        assertThatThrownBy(third::close).isSameAs(outOfMemory);
+
+        IllegalArgumentException argument = new IllegalArgumentException("arena");
+        plugin.providerThrows.put("close", argument);
+        assertThatThrownBy(local::close).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'inproc' failed in its memory provider's close(): java.lang.IllegalArgumentException: arena")
+                .hasCause(argument);
+        local.close();
+        assertThat(plugin.providersClosed).as("the pool's next close closed it").hasValue(1);
+    }
+
     /** An export that returns null, which MemoryProvider.export never does, is named as the plugin's fault, not as a length. */
     @Test
     void anExportThatReturnsNullIsCalledThePluginsFault() {

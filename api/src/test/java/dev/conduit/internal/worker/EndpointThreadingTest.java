@@ -810,6 +810,29 @@ class EndpointThreadingTest {
         assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).as("the worker goes on once the plugin does").isTrue();
     }
 
+    /**
+     * A transport's await that throws an unchecked exception of its own (a
+     * {@code NullPointerException}, an {@code IndexOutOfBoundsException} of its queue) is named as
+     * the plugin's fault, as a checked one is; its {@code IllegalStateException} (closed under the
+     * call) passes as it is. Until 2026-12-07 the bare exception came out of {@code Worker.await},
+     * naming no plugin.
+     */
+    @Test
+    void aTransportsUncheckedExceptionFromAwaitIsNamedAsThePluginsFault() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false);
+        Worker worker = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
+        NullPointerException sleeper = new NullPointerException("sleeper");
+        plugin.transport().awaitChecked = sleeper;
+        assertThatThrownBy(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS))).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo' failed in await(): java.lang.NullPointerException: sleeper").hasCause(sleeper);
+        IllegalStateException closed = new IllegalStateException("transport closed");
+        plugin.transport().awaitChecked = closed;
+        assertThatThrownBy(() -> worker.await(Duration.ofSeconds(WAIT_SECONDS))).isSameAs(closed);
+        plugin.transport().awaitChecked = null;
+        worker.signal();
+        assertThat(worker.await(Duration.ofSeconds(WAIT_SECONDS))).as("the worker goes on once the plugin does").isTrue();
+    }
+
     @Test
     void awaitWakesWhenAMessageArrivesFromAnotherThread() throws Exception {
         LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, true);

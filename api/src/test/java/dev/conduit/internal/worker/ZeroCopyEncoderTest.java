@@ -172,7 +172,7 @@ class ZeroCopyEncoderTest {
     /**
      * {@code Endpoint.send} promises the encoder called exactly once and returns the length "as the
      * encoder returned it"; a transport's {@code trySendEncoded} must answer that length once it
-     * called the encoder, and -1 only without calling it. Until 2026-12-08 the runtime took its
+     * called the encoder, and -1 only without calling it. Until 2026-12-07 the runtime took its
      * answer on trust: a -1 after the encoder ran had the encoder called a second time and the
      * message sent twice, and any other number (past {@code maxLength} too) reached the application
      * as the payload's length. Now the answer is checked against the encoder's call, and one that
