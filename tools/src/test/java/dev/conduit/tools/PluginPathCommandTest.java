@@ -77,6 +77,53 @@ class PluginPathCommandTest {
     }
 
     /**
+     * A plugin directory this user may read but not search (r--): its names list, but no entry can be looked at, so
+     * every jar and sub-directory in it was taken for neither and skipped without a word, {@code conduit info} showing
+     * no plugin and no reason. Each is now reported, with EACCES and the remedy.
+     */
+    @Test
+    void aPluginDirectoryThisUserMayReadButNotSearchReportsEveryPluginInIt() throws Exception {
+        Path plugins = Files.createDirectory(tmp.resolve("plugins"));
+        Path jar = Files.createFile(plugins.resolve("acme.jar"));
+        Path plugin = Files.createDirectory(plugins.resolve("zeta"));
+        Files.setPosixFilePermissions(plugins, java.nio.file.attribute.PosixFilePermissions.fromString("r--r--r--"));
+
+        Output result = ConduitProcess.runThrough(ConduitProcess.WITHOUT_DAC_OVERRIDE, "info", "--set", "plugin.path=" + plugins);
+
+        String notSearchable = ": EACCES (plugin directory " + plugins + " lets this user, " + USER + ", list it but not search "
+                + "it): make it searchable for this user (chmod u+x or its group's or others' bits), or fix plugin.path (from ";
+        assertThat(unwrapped(result)).contains("cannot look at " + jar + notSearchable, "cannot look at " + plugin + notSearchable);
+    }
+
+    /** A plugin directory this user may search but not read (--x): its names cannot be listed, which is said as for no mode at all. */
+    @Test
+    void aPluginDirectoryThisUserMaySearchButNotReadNamesEaccesAndTheRemedy() throws Exception {
+        Path plugins = Files.createDirectory(tmp.resolve("plugins"));
+        Files.createFile(plugins.resolve("acme.jar"));
+        Files.setPosixFilePermissions(plugins, java.nio.file.attribute.PosixFilePermissions.fromString("--x--x--x"));
+
+        Output result = ConduitProcess.runThrough(ConduitProcess.WITHOUT_DAC_OVERRIDE, "info", "--set", "plugin.path=" + plugins);
+
+        assertThat(unwrapped(result)).contains("cannot list plugin directory " + plugins + ": EACCES (" + plugins + "): make it "
+                + "readable and searchable for this user (" + USER + ", chmod u+rx or its group's or others' bits)");
+    }
+
+    /** A plugin's sub-directory this user may read but not search: its jars were skipped without a word, as at the top. */
+    @Test
+    void aPluginsSubDirectoryThisUserMayReadButNotSearchReportsItsJars() throws Exception {
+        Path plugins = Files.createDirectory(tmp.resolve("plugins"));
+        Path plugin = Files.createDirectory(plugins.resolve("acme"));
+        Path jar = Files.createFile(plugin.resolve("acme.jar"));
+        Files.setPosixFilePermissions(plugin, java.nio.file.attribute.PosixFilePermissions.fromString("r--r--r--"));
+
+        Output result = ConduitProcess.runThrough(ConduitProcess.WITHOUT_DAC_OVERRIDE, "info", "--set", "plugin.path=" + plugins);
+
+        assertThat(unwrapped(result)).contains("cannot look at " + jar + ": EACCES (plugin directory " + plugin + " lets this user, "
+                + USER + ", list it but not search it): make it searchable for this user (chmod u+x or its group's or others' bits), "
+                + "or take it out of the plugin directory");
+    }
+
+    /**
      * A plugin directory under a directory that refuses this user a search was said not to exist, and its user sent to fix
      * a plugin.path that named it rightly: it is now told EACCES on its path and to make the path searchable.
      */

@@ -113,16 +113,32 @@ final class PluginDirectory {
             return found;
         }
         for (Path entry : entries) {
+            if (unreachable(entry)) {
+                // Listed but not searchable (r--): no entry can be looked at, and each passed for neither a jar nor a
+                // directory, every plugin skipped without a word (until 2026-12-07).
+                found.add(Candidate.broken(entry.getFileName().toString(), "plugin directory " + entry, "cannot look at " + entry
+                        + ": " + notSearchable(directory, "fix plugin.path (from " + pathSource + ")")));
+                continue;
+            }
             List<Path> jars;
             if (Files.isDirectory(entry)) {
+                List<Path> listed;
                 try (Stream<Path> s = Files.list(entry)) {
-                    jars = s.filter(PluginDirectory::isJar).sorted().toList();
+                    listed = s.sorted().toList();
                 } catch (IOException | UncheckedIOException e) {
                     found.add(Candidate.broken(entry.toString(), "plugin directory " + entry, "cannot list " + entry + ": "
                             + listFailure(e, "take it out of the plugin directory")));
                     continue;
                 }
+                jars = listed.stream().filter(PluginDirectory::isJar).toList();
                 if (jars.isEmpty()) {
+                    Optional<Path> hidden = listed.stream().filter(p -> p.getFileName().toString().endsWith(".jar"))
+                            .filter(PluginDirectory::unreachable).findFirst();
+                    if (hidden.isPresent()) {
+                        found.add(Candidate.broken(entry.getFileName().toString(), "plugin directory " + entry, "cannot look at "
+                                + hidden.get() + ": " + notSearchable(entry, "take it out of the plugin directory")));
+                        continue;
+                    }
                     // An empty directory is nothing; jars only further down are a plugin unpacked one level too deep.
                     Optional<Path> nested = jarBelow(entry);
                     if (nested.isPresent()) {
@@ -183,6 +199,12 @@ final class PluginDirectory {
                 ? "EACCES (" + ServiceDiscovery.describe(cause) + "): make it readable and searchable for this user ("
                 + System.getProperty("user.name") + ", chmod u+rx or its group's or others' bits), or " + otherwise
                 : cause.getClass().getSimpleName() + " (" + ServiceDiscovery.describe(cause) + "): " + otherwise;
+    }
+
+    /** Why the entries of {@code directory}, which this user may list, cannot be looked at, and what to do, or {@code otherwise}. */
+    private static String notSearchable(Path directory, String otherwise) {
+        return "EACCES (plugin directory " + directory + " lets this user, " + System.getProperty("user.name") + ", list it but not "
+                + "search it): make it searchable for this user (chmod u+x or its group's or others' bits), or " + otherwise;
     }
 
     /**
