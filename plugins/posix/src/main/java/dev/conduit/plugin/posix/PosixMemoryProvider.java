@@ -1,6 +1,5 @@
 package dev.conduit.plugin.posix;
 
-import dev.conduit.spi.Cleanup;
 import dev.conduit.linux.PageSize;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
@@ -14,6 +13,7 @@ import dev.conduit.shm.Meminfo;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.spi.Chunk;
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PluginContext;
@@ -168,11 +168,11 @@ final class PosixMemoryProvider implements MemoryProvider {
                 return new PosixMemoryProvider(libc, directory, config.directoryKeys(), lease,
                         fileStore(directory.path(), context.logger()));
             } catch (RuntimeException | Error e) {
-                lease.close();
+                Cleanup.run(e, lease::close); // a close that fails too must not take the place of the cause
                 throw e;
             }
         } catch (RuntimeException | Error e) {
-            directory.close();
+            Cleanup.run(e, directory::close);
             throw e;
         }
     }

@@ -248,6 +248,27 @@ class PosixMemoryProviderTest {
     }
 
     /**
+     * An open that fails after its lease was taken (here the reclaim of dead owners' files throws
+     * what it does not expect) throws that failure, the failures of the clean-up after it added as
+     * suppressed: until 2026-12-07 a lease whose close failed too (its file not removed, EIO) put
+     * its own exception in the place of the open's, and the cause was lost.
+     */
+    @Test
+    void anOpenThatFailsAfterItsLeaseThrowsItsOwnFailureNotTheLeasesCloseFailure() {
+        java.util.concurrent.atomic.AtomicInteger listings = new java.util.concurrent.atomic.AtomicInteger();
+        Libc libc = FailingLibc.seeing((name, args) -> {
+            if (name.equals("listDirectory") && listings.getAndIncrement() == 0) throw new IllegalStateException("injected in the reclaim");
+            if (name.equals("unlinkat") && String.valueOf(args[1]).endsWith(".lease")) {
+                throw new dev.conduit.linux.ErrnoException("unlinkat", dev.conduit.linux.Errno.EIO, "fake", "injected by the test");
+            }
+        });
+
+        assertThatThrownBy(() -> PosixMemoryProvider.open(TestContext.of(shared), libc))
+                .isInstanceOf(IllegalStateException.class).hasMessage("injected in the reclaim")
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().asString().contains("EIO"));
+    }
+
+    /**
      * A chunk whose free could not remove its file (the free throws, and the chunk is no longer
      * the provider's: the free unmaps it all the same) has that file removed by the provider's
      * close, once it can be: it used to stay, as the close knew only the chunks still allocated
