@@ -106,8 +106,8 @@ final class PerfServer {
     private boolean sessionBusy;
     private PerfTest state;
     /**
-     * When the client last had an answer that leaves no phase open (its WELCOME, a refusing READY, a phase's ENDED): from then until its next
-     * BEGIN or BYE it owes the server a message, and a client silent for {@code --timeout} is ended, so that a
+     * When the client last had an answer that leaves no phase open (its WELCOME, a refusing READY, a phase's ENDED), or one of
+     * its idle peers of {@code --peers} said PEER: from then until its next BEGIN or BYE it owes the server a message, and a client silent for {@code --timeout} is ended, so that a
      * {@code --keep} server is not held for good by one that went quiet, or by a HELLO naming another live worker.
      */
     private long quietSince;
@@ -275,8 +275,12 @@ final class PerfServer {
             clientGaveUp = m.payloadSize() == 0 ? null : new PerfProtocol.Reader(m, "BYE").string();
             bye = true;
         });
-        // An idle worker of --peers: its connection is what counts, so that this worker tracks N senders.
-        worker.onMessage(PerfProtocol.PEER, m -> { });
+        // An idle worker of --peers: its connection is what counts, so that this worker tracks N senders. A client connects
+        // them after its WELCOME and before its first BEGIN, together for longer than --timeout with --peers 1024 on a loaded
+        // machine: each one's message says the client is at work, as a BEGIN or BYE would.
+        worker.onMessage(PerfProtocol.PEER, m -> {
+            if (client != null) quietSince = System.nanoTime();
+        });
         // Every handler reads the payload it got, as the peers conduit perf is compared with do (a C ping-pong hop
         // copies the incoming slot into the outgoing one, UCX copies into its receive buffer): a zero-copy receive
         // that nobody read would be measured as free. A PING is answered with its own payload, one copy as in C's hop.

@@ -733,6 +733,36 @@ class PerfServerTest {
     }
 
     /**
+     * A client that connects the idle workers of {@code --peers} after its WELCOME is not silent: each PEER they send
+     * restarts the server's {@code --timeout}, so connecting many of them, together longer than that timeout but each
+     * within it, does not end the session before its first phase. Only the WELCOME started the clock, and a run with a
+     * large {@code --peers} and a short {@code --timeout} had its session ended "sent nothing ... after its WELCOME".
+     */
+    @Test
+    void theIdlePeersMessagesAfterTheWelcomeKeepTheSessionFromTheSilentClientsTimeout() throws Exception {
+        withKeepServer("a client connecting idle peers", Duration.ofSeconds(2), (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
+            List<Worker> idle = new ArrayList<>();
+            try (Session session = new Session(clientConduit, bootstrap, serverSaid)) {
+                session.hello();
+                // 8 PEERs 0.5 s apart: 4 s after the WELCOME in all, twice the server's --timeout.
+                for (int i = 0; i < 8; i++) {
+                    Worker peer = clientConduit.newWorker(ThreadMode.SINGLE);
+                    idle.add(peer);
+                    Endpoint e = peer.connect(WorkerAddress.fromBytes(bootstrap.address()));
+                    e.send(PerfProtocol.PEER, MemorySegment.ofArray(new byte[1]));
+                    while (e.pending() > 0) peer.progress();
+                    Thread.sleep(500);
+                }
+                assertThat(serverErr.toString()).as(serverSaid.get()).doesNotContain("sent nothing");
+                session.amLatPhaseThenBye(serverErr);
+            } finally {
+                idle.forEach(Worker::close);
+            }
+            assertThat(serverErr.toString()).contains("session with pid " + ProcessHandle.current().pid()).contains("ended after 1 phases");
+        });
+    }
+
+    /**
      * The region a --keep server allocates and exports for each ipc_import phase is freed when the phase ends: after three
      * phases its shared directory holds the chunk files it held before the first. A phase of 1 MiB has a chunk of its own
      * (past a quarter of pool.chunk.size), whose file is there while the phase is open and gone once ENDED came.
