@@ -4,6 +4,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import java.lang.foreign.MemorySegment;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -51,6 +53,23 @@ class LocalHopStreamBacklogTest {
         LocalHopBenchmark bench = opened(plugin, size);
         try {
             for (int i = 1; i <= 2000; i++) assertThat(bench.roundTrip()).as("pongs after round trip %d", i).isEqualTo(i + 1);
+        } finally {
+            bench.close();
+        }
+    }
+
+    /**
+     * A ping that one {@code progress()} of the server does not reach (behind a poll's {@value LocalHopBenchmark#MAX_BATCH}
+     * records, here DATA sent before it) is still answered within its op: the op progresses both sides until its pong came,
+     * rather than being counted with its round trip unfinished.
+     */
+    @Test
+    void aRoundTripWhosePingOneProgressDoesNotReachStillEndsWithItsPong() throws Exception {
+        LocalHopBenchmark bench = opened("posix", 8);
+        try {
+            for (int i = 0; i < LocalHopBenchmark.MAX_BATCH; i++) bench.toServer.send(LocalHopBenchmark.DATA, MemorySegment.ofArray(new byte[8]));
+            assertThat(bench.toServer.pending()).as("DATA waiting in the local queue").isZero();
+            assertThat(bench.roundTrip()).as("pongs after the round trip behind %d DATA", LocalHopBenchmark.MAX_BATCH).isEqualTo(2);
         } finally {
             bench.close();
         }
