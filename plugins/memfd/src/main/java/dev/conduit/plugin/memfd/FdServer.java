@@ -31,6 +31,7 @@ import java.util.Set;
 
 import static dev.conduit.linux.EventfdFlags.EFD_NONBLOCK;
 import static dev.conduit.linux.PollEvents.POLLIN;
+import static dev.conduit.linux.PollEvents.POLLOUT;
 import static dev.conduit.linux.SocketFlags.SOCK_NONBLOCK;
 import static dev.conduit.linux.SocketFlags.SOCK_STREAM;
 import static java.lang.System.Logger.Level.DEBUG;
@@ -582,7 +583,7 @@ final class FdServer implements AutoCloseable {
         if (!admits(peer)) {
             // Answered before reading anything, so a user who may not import cannot hold the
             // server for memfd.server.timeout either.
-            libc.sendmsg(connection, MemorySegment.ofArray(FdProtocol.refusal(FdProtocol.STATUS_PEER_NOT_ALLOWED)));
+            sendRest(connection, FdProtocol.refusal(FdProtocol.STATUS_PEER_NOT_ALLOWED), 0, System.nanoTime() + timeoutNanos, peer);
             logRefusedPeer(peer);
             return;
         }
@@ -591,20 +592,71 @@ final class FdServer implements AutoCloseable {
             return;
         }
         byte[] request = requestBuffer.asSlice(0, length).toArray(JAVA_BYTE);
+        long deadline = System.nanoTime() + timeoutNanos;
         Decision decision;
-        synchronized (exports) {
-            decision = decide(peer, request);
-            if (decision.status() == FdProtocol.STATUS_OK) {
-                MemfdChunk chunk = decision.chunk();
-                // The descriptor travels with the first byte: even a short send has delivered it.
-                libc.sendmsg(connection, MemorySegment.ofArray(FdProtocol.okReply(chunk.length())), chunk.memfd());
-            } else {
-                libc.sendmsg(connection, MemorySegment.ofArray(FdProtocol.refusal(decision.status())));
+        byte[] reply;
+        int sent;
+        while (true) {
+            synchronized (exports) {
+                decision = decide(peer, request);
+                if (decision.status() == FdProtocol.STATUS_OK) {
+                    MemfdChunk chunk = decision.chunk();
+                    reply = FdProtocol.okReply(chunk.length());
+                    // The descriptor travels with the first byte: even a short send has delivered it, and the rest may
+                    // follow once the lock is left, the chunk freed meanwhile.
+                    sent = libc.sendmsg(connection, MemorySegment.ofArray(reply), chunk.memfd());
+                } else {
+                    reply = FdProtocol.refusal(decision.status());
+                    sent = libc.sendmsg(connection, MemorySegment.ofArray(reply));
+                }
+            }
+            if (sent > 0) break;
+            // No room, nothing sent: waited for outside the lock, which the provider's exports and frees take, and decided
+            // again, for the chunk may have been freed meanwhile.
+            if (!awaitRoom(connection, deadline, peer, 0, reply.length)) return;
+        }
+        if (!sendRest(connection, reply, sent, deadline, peer)) return;
+        Decision answered = decision;
+        logger.log(DEBUG, () -> answered.status() == FdProtocol.STATUS_OK
+                ? "memfd fd server passed " + answered.chunk() + " to " + describe(peer)
+                : "memfd fd server answered " + describe(peer) + " with status " + FdProtocol.describeStatus(answered.status()));
+    }
+
+    /**
+     * Sends what is left of {@code reply} after its first {@code sent} bytes. The connection is non-blocking: a send may take
+     * part of the reply, or nothing until the socket has room, which is waited for until {@code deadline}
+     * ({@code memfd.server.timeout}). Whether the reply went whole; if not, the connection is closed by the caller, and why
+     * was said.
+     */
+    private boolean sendRest(FileDescriptor connection, byte[] reply, int sent, long deadline, PeerCredentials peer) {
+        MemorySegment rest = MemorySegment.ofArray(reply).asSlice(sent);
+        while (rest.byteSize() > 0) {
+            int n = libc.sendmsg(connection, rest); // which takes a heap segment, as send does not
+            if (n > 0) {
+                rest = rest.asSlice(n);
+            } else if (!awaitRoom(connection, deadline, peer, reply.length - rest.byteSize(), reply.length)) {
+                return false;
             }
         }
-        logger.log(DEBUG, () -> decision.status() == FdProtocol.STATUS_OK
-                ? "memfd fd server passed " + decision.chunk() + " to " + describe(peer)
-                : "memfd fd server answered " + describe(peer) + " with status " + FdProtocol.describeStatus(decision.status()));
+        return true;
+    }
+
+    /**
+     * Waits until the connection has room for more of a reply of which {@code sent} of {@code length} bytes went; false,
+     * having said why at most once a minute, when {@code deadline} passed first, false alone when the server is stopping.
+     */
+    private boolean awaitRoom(FileDescriptor connection, long deadline, PeerCredentials peer, long sent, int length) {
+        int timeout = FdProtocol.pollTimeout(deadline);
+        if (timeout == 0) {
+            serveFailed.log(() -> "memfd fd server on " + socketPath + " could not answer " + describe(peer) + ": its connection took "
+                    + sent + " of the reply's " + length + " bytes within " + MemfdConfig.SERVER_TIMEOUT.name() + " ("
+                    + ConfigKey.durationText(java.time.Duration.ofNanos(timeoutNanos)) + "), its socket's send buffer without room (the "
+                    + "system short of memory for sockets: see dmesg); the importer was told only that the connection closed");
+            return false;
+        }
+        int[] revents = new int[2];
+        libc.poll(new FileDescriptor[] {connection, stop}, new int[] {POLLOUT, POLLIN}, revents, timeout);
+        return revents[1] == 0;
     }
 
     /**

@@ -472,6 +472,43 @@ class FdServerTest {
     }
 
     /**
+     * The server sends its whole reply on its non-blocking connection: a sendmsg that finds no room (WOULD_BLOCK) is tried
+     * again once the socket has room, and one that takes part of the reply (the descriptor travels with its first byte) is
+     * followed by the rest. The return value was ignored: the importer got the first byte and the end of stream, and
+     * failed "ended its reply after 1 of 9 bytes" (or "closed the connection without answering"), the producer's log silent.
+     */
+    @Test
+    @Timeout(60) // a hang guard, not a speed check
+    void aReplyTheSocketTakesInPartsOrAfterWaitingForRoomArrivesWhole() {
+        java.util.concurrent.atomic.AtomicInteger replies = new java.util.concurrent.atomic.AtomicInteger();
+        Libc shortSends = (Libc) java.lang.reflect.Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("sendmsg") && ((FileDescriptor[]) args[2]).length > 0) {
+                        // First no room, then the first byte alone, with the descriptor.
+                        if (replies.getAndIncrement() == 0) return Libc.WOULD_BLOCK;
+                        return libc.sendmsg((FileDescriptor) args[0], ((MemorySegment) args[1]).asSlice(0, 1), (FileDescriptor[]) args[2]);
+                    }
+                    try {
+                        return method.invoke(libc, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        dev.conduit.tck.RecordingLogger recording = new dev.conduit.tck.RecordingLogger();
+        try (MemfdProvider provider = MemfdProvider.open(shortSends, new TestContext(Map.of(), shared, recording))) {
+            Chunk chunk = provider.allocate(SIZE);
+            chunk.segment().set(JAVA_LONG, 0, 0x1234_5678_9ABCL);
+            byte[] payload = provider.export(chunk);
+            dev.conduit.spi.IpcImporter importer = new MemfdPlugin().ipcImporter(TestContext.of(shared));
+            try (ChunkMapping mapping = importer.map(new PayloadReader(payload), SIZE)) {
+                assertThat(mapping.segment().get(JAVA_LONG, 0)).isEqualTo(0x1234_5678_9ABCL);
+            }
+            assertThat(replies.get()).as("sendmsg calls with the descriptor").isEqualTo(2);
+        }
+        assertThat(recording.warnings()).isEmpty();
+    }
+
+    /**
      * Descriptors a client sends with its request are never installed in the server's process
      * (it reads requests without room for any, so the kernel drops them), and the request is
      * answered as it would be without them.
