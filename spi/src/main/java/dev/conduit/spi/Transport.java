@@ -48,7 +48,10 @@ public interface Transport extends AutoCloseable {
      * runtime never calls this transport's {@code progress}, {@code await} or {@code close} from
      * inside it, and closes an endpoint a handler closed only once this call has returned.
      *
-     * @return the number of events handled (0 when there was nothing to do)
+     * @return the number of events handled (0 when there was nothing to do), never negative: the
+     *         runtime fails the round of a negative answer with a {@link ConduitException} naming the
+     *         plugin, as it fails one whose progress throws, since the count is how the application's
+     *         progress loop and {@code await} tell that there was work
      */
     int progress();
 

@@ -87,9 +87,20 @@ final class Inbox implements MessageSink {
         return CALLING.get();
     }
 
-    /** Calls {@code transport.progress()}, marked so that its deliveries are known to be made there. */
+    /**
+     * Calls {@code transport.progress()}, marked so that its deliveries are known to be made there,
+     * and fails a negative answer: the runtime adds a worker's transports' counts to tell the
+     * application whether there was work, so one below zero would hide another's events (the
+     * runtime fails the round naming the plugin).
+     */
     static int progress(Transport transport) {
-        return calling(transport, transport::progress);
+        int events = calling(transport, transport::progress);
+        if (events < 0) {
+            throw new AssertionError("progress() answered " + events + ": it returns the number of events it handled, 0 when there "
+                    + "was nothing to do and never less (Transport#progress); the runtime fails the round of a negative answer as "
+                    + "the plugin's fault");
+        }
+        return events;
     }
 
     /**

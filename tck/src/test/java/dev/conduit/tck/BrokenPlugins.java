@@ -497,6 +497,19 @@ final class BrokenPlugins {
         }
     }
 
+    /** Its progress() answers one event less than it handled: -1 when there was nothing to do, which hides another's event. */
+    public static final class CountsBelowZero extends LoopbackPlugin {
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                @Override
+                public int progress() {
+                    return super.progress() - 1;
+                }
+            };
+        }
+    }
+
     /** Its progress() never returns while its transport is open, and ignores interrupts: a deadlock that close() breaks. */
     public static final class HangsInProgress extends LoopbackPlugin {
         @Override
@@ -1355,6 +1368,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new TellsOfSendersWhenItCloses();
+        }
+    }
+
+    public static final class CountsBelowZeroSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new CountsBelowZero();
         }
     }
 

@@ -31,6 +31,7 @@ class TckCatchesBrokenPluginsTest {
         return Stream.of(
                 Arguments.of(BrokenPlugins.DropsMessagesSuite.class, "deliversEveryMessageOnceInOrder", "messages delivered"),
                 Arguments.of(BrokenPlugins.ReordersMessagesSuite.class, "deliversEveryMessageOnceInOrder", "(order)"),
+                Arguments.of(BrokenPlugins.CountsBelowZeroSuite.class, "deliversEveryMessageOnceInOrder", "progress() answered -1"),
                 Arguments.of(BrokenPlugins.CutsLargePayloadsSuite.class, "deliversEveryMessageOnceInOrder",
                         "payload of message 4: 3000 bytes delivered, 4000 sent"),
                 Arguments.of(BrokenPlugins.CutsLargePayloadsSuite.class, "zeroCopySendCommitsWhatTheEncoderWroteAndAbandonsAFailedClaim",

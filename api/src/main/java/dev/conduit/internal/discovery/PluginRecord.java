@@ -125,6 +125,17 @@ public final class PluginRecord {
     }
 
     /**
+     * What to throw for an answer of a plugin's {@code operation} that breaks the SPI's word
+     * ({@code how} says which): the plugin's fault, which the TCK's {@code suite} shows, and what
+     * to do meanwhile.
+     */
+    public static ConduitException brokenAnswer(String plugin, String operation, long answer, String how, String suite) {
+        return new ConduitException("plugin '" + plugin + "' answered " + answer + " from " + operation + " " + how + ". That is the "
+                + "plugin's fault (the TCK's " + suite + " shows it): report it to the plugin's authors, and meanwhile leave it out "
+                + "(transports=^" + plugin + ") or use another plugin");
+    }
+
+    /**
      * What to throw for {@code thrown}, which plugin {@code plugin}'s {@code operation} threw: a
      * {@link ConduitException} as it is (how the SPI's operations fail, naming the cause and the
      * remedy), any other exception wrapped in one that names the plugin, the operation and whose

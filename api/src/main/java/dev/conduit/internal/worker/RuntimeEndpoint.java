@@ -301,9 +301,7 @@ final class RuntimeEndpoint implements Endpoint {
 
     /** A transport's answer from {@code trySendEncoded} that breaks the SPI's word, named as the plugin's fault. */
     private ConduitException brokenAnswer(long sent, String how) {
-        return new ConduitException("plugin '" + transport + "' answered " + sent + " from trySendEncoded() " + how + ". That is the "
-                + "plugin's fault (the TCK's TransportContract shows it): report it to the plugin's authors, and meanwhile leave it out "
-                + "(transports=^" + transport + ") or use another plugin");
+        return PluginRecord.brokenAnswer(transport, "trySendEncoded()", sent, how, "TransportContract");
     }
 
     /** Calls the encoder it {@link #observe}s through the form it is called by, noting what it throws. */

@@ -984,7 +984,12 @@ public final class RuntimeWorker implements Worker {
             for (int i = 0; i < transports.length; i++) {
                 if (i == skip) continue;
                 try {
-                    events += transports[i].progress();
+                    int handled = transports[i].progress();
+                    if (handled >= 0) {
+                        events += handled;
+                    } else {
+                        failure = withSuppressed(failure, negativeCount(transportNames[i], handled));
+                    }
                 } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): the round still ends
                     failure = withSuppressed(failure, RuntimeEndpoint.thrownBy(transportNames[i], "progress", e));
                 } catch (InternalError e) {
@@ -1008,6 +1013,10 @@ public final class RuntimeWorker implements Worker {
         d.inTransport++;
         try {
             events = sole.progress();
+            if (events < 0) {
+                failure = negativeCount(transportNames[0], events);
+                events = 0;
+            }
         } catch (Exception e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows): the round still ends
             failure = RuntimeEndpoint.thrownBy(transportNames[0], "progress", e);
         } catch (InternalError e) {
@@ -1017,6 +1026,16 @@ public final class RuntimeWorker implements Worker {
         }
         // Its handlers may have closed endpoints, failed them, or queued messages locally; the next round drains those.
         return failure == null && state == 0 ? events : endRound(d, events, failure);
+    }
+
+    /**
+     * A transport's progress that answered a negative count, failed as one that throws is, at the
+     * end of the round. Added to the others' counts, it used to hide their events: progress() said
+     * there was no work while handlers had run, and an await slept on past messages it delivered.
+     */
+    private static ConduitException negativeCount(String transport, int answer) {
+        return PluginRecord.brokenAnswer(transport, "progress()", answer,
+                "as the number of events it handled, which is 0 when there was nothing to do and never less", "TransportContract");
     }
 
     /**

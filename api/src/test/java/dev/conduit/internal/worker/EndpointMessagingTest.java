@@ -1610,6 +1610,46 @@ class EndpointMessagingTest {
         assertThat(seen).as("the worker goes on once the plugin does").containsExactly(2L);
     }
 
+    /**
+     * A transport whose progress() answers a negative count (a plugin's bug) fails the round naming
+     * the plugin, after the others progressed, as one that throws does. Its answer used to be added
+     * to theirs: lo-a's -1 and lo-b's one message made 0, so progress() said there was no work while
+     * a handler had run, and an await() that progresses it between slices slept on past them.
+     */
+    @Test
+    void aTransportWhoseProgressAnswersANegativeCountFailsTheRoundNamingThePlugin() {
+        LoopbackPlugin a = new LoopbackPlugin("lo-a", 8, false);
+        LoopbackPlugin b = new LoopbackPlugin("lo-b", 8, false);
+        Conduit conduit = loopbacks.conduit(c -> c.transports("lo-a", "lo-b"), a, b);
+        Worker receiver = conduit.newWorker(ThreadMode.SINGLE);
+        Worker sender = conduit.newWorker(ThreadMode.SINGLE);
+        List<Long> seen = recordFirstLongs(receiver);
+        a.refuseConnect = "only lo-b in this test";
+        Endpoint ep = sender.connect(receiver.address());
+        ep.send(1, longs(7));
+        a.transports.get(0).progressAnswerOffset = -1; // the receiver's, progressed before its lo-b
+
+        assertThatThrownBy(receiver::progress).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo-a' answered -1 from progress()").hasMessageContaining("the plugin's fault");
+        assertThat(seen).as("lo-b still progressed").containsExactly(7L);
+        a.transports.get(0).progressAnswerOffset = 0;
+        ep.send(1, longs(8));
+        assertThat(receiver.progress()).as("the worker goes on once the plugin does").isEqualTo(1);
+        assertThat(seen).containsExactly(7L, 8L);
+    }
+
+    /** The same for a worker of one transport, whose rounds take a path of their own: its -1 used to be progress()'s answer. */
+    @Test
+    void aSoleTransportWhoseProgressAnswersANegativeCountFailsTheRoundNamingThePlugin() {
+        Pair p = pair(1);
+        List<Long> seen = recordFirstLongs(p.receiver());
+        p.endpoint().send(1, longs(2));
+        p.receiverTransport().progressAnswerOffset = -2;
+        assertThatThrownBy(p.receiver()::progress).isInstanceOf(ConduitException.class)
+                .hasMessageStartingWith("plugin 'lo' answered -1 from progress()");
+        assertThat(seen).containsExactly(2L);
+    }
+
     /** A handler that throws ends the round after its transport: the next transport's messages wait for the next progress. */
     @Test
     void aHandlerThatThrowsEndsTheRoundAfterItsTransport() {
