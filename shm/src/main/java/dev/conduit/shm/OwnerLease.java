@@ -5,6 +5,7 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
+import dev.conduit.linux.OpenFlags;
 import dev.conduit.spi.BestEffortLog;
 import dev.conduit.spi.ConduitException;
 
@@ -643,9 +644,10 @@ public final class OwnerLease implements AutoCloseable {
     /**
      * A dead owner's lease, locked by a reclaim until its files are gone ({@link #reclaimDead}); {@code fd} is null for a
      * dry run's ({@link #wouldReclaimDead}), which released the lease once judged. {@code uid} owns the lease's file
-     * ({@link #uidOf}): the owner's files are that user's.
+     * ({@link #uidOf}): the owner's files are that user's, and proven this process's own when {@code proveFiles}
+     * ({@link #filesNeedProof}).
      */
-    private record LockedLease(String name, String owner, FileDescriptor fd, Integer uid) {
+    private record LockedLease(String name, String owner, FileDescriptor fd, Integer uid, boolean proveFiles) {
         void release() {
             if (fd != null) fd.close();
         }
@@ -791,11 +793,12 @@ public final class OwnerLease implements AutoCloseable {
                     continue;
                 }
                 Integer uid = uidOf(libc, fd);
+                boolean proveFiles = filesNeedProof(libc, fd, uid);
                 if (dryRun) {
                     fd.close(); // judged: a look holds no lock while the directory is listed for the owner's files
                     fd = null;
                 }
-                locked.add(new LockedLease(name, owner, fd, uid));
+                locked.add(new LockedLease(name, owner, fd, uid, proveFiles));
                 if (locked.size() == RECLAIM_BATCH) removeFilesOf(libc, directory, prefix, locked, removed, listener, dryRun);
             }
             removeFilesOf(libc, directory, prefix, locked, removed, listener, dryRun);
@@ -860,7 +863,7 @@ public final class OwnerLease implements AutoCloseable {
                 boolean all = true;
                 for (int i = first < 0 ? -first - 1 : first; i < names.size() && names.get(i).startsWith(files); i++) {
                     String name = names.get(i);
-                    if (!isFileOfLeaseOwner(directory, name, lease.uid())) continue;
+                    if (!isFileOfLeaseOwner(libc, directory, name, lease.uid(), lease.proveFiles())) continue;
                     long bytes = sizeFor(listener, directory, name);
                     try {
                         if (!dryRun) directory.unlink(name);
@@ -1113,8 +1116,9 @@ public final class OwnerLease implements AutoCloseable {
         List<String> failures = new ArrayList<>();
         int firstErrno = 0;
         Integer uid = uidOf(libc, fd);
+        boolean proveFiles = filesNeedProof(libc, fd, uid);
         for (String name : names) {
-            if (!isFileOfLeaseOwner(directory, name, uid)) continue;
+            if (!isFileOfLeaseOwner(libc, directory, name, uid, proveFiles)) continue;
             try {
                 directory.unlink(name);
             } catch (ErrnoException e) {
@@ -1132,13 +1136,43 @@ public final class OwnerLease implements AutoCloseable {
      * Whether {@code name}, under an owner's prefix, is that owner's: not when another user than
      * {@code leaseUid}, the owner of its lease ({@link #uidOf}), owns it, for an owner creates every
      * file as itself, and anyone may create a file by that name in a sticky directory such as
-     * {@code /dev/shm}. When either owner cannot be told (null), it is taken for the owner's, whose
-     * lease then waits for it rather than leave it without one.
+     * {@code /dev/shm}; nor, with {@code proveFiles} ({@link #filesNeedProof}), when this process
+     * cannot prove it its own user's ({@link UserNamespace#ownsNamedFile}, as {@link #isFileOf}
+     * proves a lease), for then {@code leaseUid} is the overflow uid, which every user the
+     * namespace does not map shows as too. Until 2026-12-07 the uid alone decided there: another
+     * user's file planted under a dead owner's prefix was taken for the owner's, its unlink failed
+     * ({@code EPERM} in a sticky directory), and the lease stayed, a WARNING at every reclaim
+     * (OwnerLeaseTest#aReclaimRunningAsTheOverflowUidLeavesAnUnmappedUsersFileUnderADeadOwnersPrefix).
+     * When an owner or the proof cannot be told (gone meanwhile, a read-only mount), the file is
+     * taken for the owner's, whose lease then waits for it rather than leave it without one.
      */
-    private static boolean isFileOfLeaseOwner(SharedDirectory directory, String name, Integer leaseUid) {
+    private static boolean isFileOfLeaseOwner(Libc libc, SharedDirectory directory, String name, Integer leaseUid,
+                                              boolean proveFiles) {
         if (leaseUid == null) return true;
-        Integer fileOwner = ownerOf(directory, name);
-        return fileOwner == null || fileOwner.equals(leaseUid);
+        // O_PATH opens nothing for I/O (a FIFO, a socket, a device node alike), and the proof works on it.
+        try (FileDescriptor named = directory.openExisting(name, OpenFlags.O_PATH)) {
+            return libc.fstat(named).uid() == leaseUid && (!proveFiles || UserNamespace.ownsNamedFile(libc, named));
+        } catch (ErrnoException unknown) {
+            return true;
+        }
+    }
+
+    /**
+     * Whether the files under the prefix of the lease open as {@code leaseFd}, owned by
+     * {@code leaseUid}, count as its owner's only once this process proves them its own user's
+     * ({@link #isFileOfLeaseOwner}): where {@code leaseUid} is the overflow uid of this process's
+     * user namespace and the lease is proven this process's own user's ({@link #isFileOf}), as a
+     * reclaim not run by root judges only such a lease ({@link #isAnotherUsersLease}). A lease of
+     * another user that shows as that uid (judged by root, or a proof that cannot be made) leaves
+     * nothing to prove against: its files are judged by their uid, as before.
+     */
+    private static boolean filesNeedProof(Libc libc, FileDescriptor leaseFd, Integer leaseUid) {
+        if (leaseUid == null || !UserNamespace.current().mayBeUnmapped(Integer.toUnsignedLong(leaseUid))) return false;
+        try {
+            return UserNamespace.ownsFile(libc, leaseFd);
+        } catch (ErrnoException unknown) {
+            return false;
+        }
     }
 
     /** The user that owns the lease open as {@code leaseFd}; null when {@code fstat} cannot tell. */

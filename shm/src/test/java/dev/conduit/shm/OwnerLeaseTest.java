@@ -548,6 +548,48 @@ class OwnerLeaseTest {
     }
 
     /**
+     * A reclaim that runs as the overflow uid of its user namespace (a container run as nobody;
+     * here root mapped to 65534) sees its own user's files and those of every user the namespace
+     * does not map as that one uid: a file another user (host uid 4321) planted under a dead owner's
+     * prefix, in a sticky directory whose owner is neither, shows as the lease's owner too. It is
+     * left, neither removed nor waited for, as only files this reclaim proves its own user's are
+     * the owner's, and the chunk and the lease go. It was taken for the owner's by its uid alone:
+     * its unlink failed (EPERM), so the lease stayed, and every reclaim there logged a WARNING.
+     */
+    @Test
+    void aReclaimRunningAsTheOverflowUidLeavesAnUnmappedUsersFileUnderADeadOwnersPrefix() throws Exception {
+        Libc libc = Linux.libc();
+        org.junit.jupiter.api.Assumptions.assumeTrue(libc.geteuid() == 0, "changing a file's owner takes root");
+        String owner = SharedDirectory.randomId();
+        String leaseName = OwnerLease.leaseName("conduit-test", owner);
+        java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead
+        String chunk = "conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk";
+        java.nio.file.Files.createFile(shared.resolve(chunk));
+        String plantedName = "conduit-test-" + owner + "-planted";
+        java.nio.file.Files.setAttribute(java.nio.file.Files.createFile(shared.resolve(plantedName)), "unix:uid", 4321);
+        java.nio.file.Files.setAttribute(shared, "unix:uid", 4322);
+        java.nio.file.Files.setAttribute(shared, "unix:mode", 01777);
+        try {
+            Path testClasses = Path.of(ReclaimingChild.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+            List<String> command = List.of("unshare", "--user", "--map-user=65534", "--map-group=65534", "--",
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
+                    "--module-path", System.getProperty("jdk.module.path"), "--patch-module", "dev.conduit.shm=" + testClasses,
+                    "-m", "dev.conduit.shm/" + ReclaimingChild.class.getName(), shared.toString(), "conduit-test");
+            Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
+            child.getOutputStream().close();
+            String output = new String(child.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(child.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as("the child ended (a hang guard)").isTrue();
+            assertThat(child.exitValue()).as(output).isZero();
+            assertThat(output.lines().filter(l -> l.startsWith("conduit-test-"))).as(output).containsExactlyInAnyOrder(chunk, leaseName);
+            assertThat(output).doesNotContain("WARNING");
+            assertThat(shared.toFile().list()).containsExactly(plantedName);
+        } finally {
+            java.nio.file.Files.setAttribute(shared, "unix:uid", 0);
+        }
+    }
+
+    /**
      * A dead owner's file that a reclaim cannot remove keeps its lease, and a lease that cannot be
      * removed stays itself: the next reclaim tries again. The WARNING said only "cannot remove
      * &lt;path&gt; of a dead owner: unlinkat(...): EACCES": neither what to do (the directory's
