@@ -156,7 +156,7 @@ public abstract class TransportContract extends PluginContract {
             if (thread != connecting && !startedByTheTest(thread) && Inbox.callingNow() == null) {
                 reportsFromThePluginsThreads.add("EndpointEvents.peerFailed(" + cause + ") on thread '" + thread.getName() + "', a thread "
                         + "of the plugin's own (the TCK never calls the transport there): a transport reports from progress(), "
-                        + "checkPeer() or connect(), on the thread that called them. The runtime discards the endpoint's local queue "
+                        + "checkPeer(), connect(), or the endpoint's own trySend() or trySendEncoded(), on the thread that called them. The runtime discards the endpoint's local queue "
                         + "on a report, under a lock only in a MULTI worker over a plugin that declares MULTI: elsewhere a report from "
                         + "another thread races with the application's sends");
             }
