@@ -11,7 +11,8 @@ package dev.conduit.spi;
  * when the send finds the peer gone or the memory it writes damaged (memfd and posix do, for a
  * mapping that faulted or a peer's queue found corrupt), after which that call throws the
  * reported {@link PeerFailedException}, or returns as having sent when it took the message before
- * it found out. The runtime fails the endpoint on a report: it discards and counts the endpoint's
+ * it found out (one that reports and then refuses the message, as if there were no room, has the
+ * application's send throw the failure, the message not queued). The runtime fails the endpoint on a report: it discards and counts the endpoint's
  * local queue and calls the application's error handler from the worker's next progress; a
  * report made while the runtime hands a queued message over (the worker's progress draining the
  * queue) waits for that send's answer, so that a message the send took is not counted among those

@@ -218,6 +218,7 @@ final class RuntimeEndpoint implements Endpoint {
                         throw thrownBy(transport, "trySend", e);
                     }
                     if (sent) return;
+                    refuseIfReportedFailed();
                     pending.add(id, header, payload);
                     markBacklogged();
                 } else {
@@ -477,6 +478,15 @@ final class RuntimeEndpoint implements Endpoint {
         return sendEncoded(id, header, buffer, PayloadEncoder.checkWritten(encoder.encode(buffer, 0, maxLength), maxLength));
     }
 
+    /**
+     * After a transport refused a message: throws the peer's failure when the transport reported it
+     * in that very send (the SPI asks it to throw it then; one that only reports it must not have the
+     * message queued on an endpoint that failed, as if it waited its turn).
+     */
+    private void refuseIfReportedFailed() {
+        if (failure != null) throw rethrowable();
+    }
+
     /** Hands the {@code written} bytes an encoder wrote at the start of {@code buffer} to the transport, or to the local queue. */
     private long sendEncoded(int id, MemorySegment header, MemorySegment buffer, long written) {
         if (pending.isEmpty()) {
@@ -489,6 +499,7 @@ final class RuntimeEndpoint implements Endpoint {
                 throw thrownBy(transport, "trySend", e);
             }
             if (sent) return written;
+            refuseIfReportedFailed();
             pending.add(id, header, buffer, 0, written);
             markBacklogged();
         } else {

@@ -13,6 +13,8 @@ import dev.conduit.spi.ThreadMode;
 import dev.conduit.testing.LoggedWarnings;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -2174,6 +2176,25 @@ class EndpointMessagingTest {
                 .contains("loopback peer died", "1 message (8 bytes) waiting in the local queue was discarded");
         p.receiver().progress();
         assertThat(seen).as("what the receiver got").containsExactly(0L, 1L);
+    }
+
+    /**
+     * A transport that reports its peer's failure in a trySend and then refuses the message (no
+     * room) has the send throw that failure: the message is not queued on an endpoint that failed.
+     * Until 2026-12-07 it was, the send returned as if it waited its turn, and it stayed in the
+     * failed endpoint's queue until the close discarded it.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"plain", "encoded"})
+    void aTransportThatReportsThePeersFailureAndRefusesTheMessageHasTheSendThrowTheFailure(String form) {
+        Pair p = pair(8);
+        p.transportEndpoint().reportedWhileRefusing = new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer died");
+
+        assertThatThrownBy(() -> {
+            if (form.equals("plain")) p.endpoint().send(1, longs(1));
+            else p.endpoint().send(1, MemorySegment.NULL, 8, target -> { target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 1); return 8; });
+        }).isInstanceOf(PeerFailedException.class).hasMessageContaining("loopback peer died");
+        assertThat(p.endpoint().pending()).as("messages queued on the failed endpoint").isZero();
     }
 
     /**

@@ -564,6 +564,8 @@ final class LoopbackPlugin implements ConduitPlugin {
          * wrote the message and then found its peer gone, and says both.
          */
         volatile PeerFailedException reportedWhileTaking;
+        /** Reported through the endpoint's events by every trySend while set, which then refuses its message ("no room"). */
+        volatile PeerFailedException reportedWhileRefusing;
         /** Thrown by every trySend while set, after {@link #sendFault}: an Error, as a fault in mapped memory is (an InternalError). */
         volatile Error sendError;
         final LoopbackTransport owner;
@@ -607,6 +609,10 @@ final class LoopbackPlugin implements ConduitPlugin {
                     throw LoopbackTransport.<RuntimeException>sneaky(sendFault);
                 }
                 if (sendError != null) throw sendError;
+                if (reportedWhileRefusing != null) {
+                    events.peerFailed(reportedWhileRefusing);
+                    return false;
+                }
                 if (closed) throw new IllegalStateException("closed");
                 if (target.dead) throw new PeerFailedException(PeerFailedException.Reason.DIED, "loopback peer " + target.key + " is dead");
                 int hl = (int) header.byteSize();
