@@ -5,7 +5,7 @@ import java.util.Map;
 
 /**
  * The kernel's pool of huge pages of the default size, as {@code /proc/meminfo} tells it
- * ({@code Hugepagesize}, {@code HugePages_Total}, {@code HugePages_Free}), and what to do when it
+ * ({@code Hugepagesize}, {@code HugePages_Total}, {@code HugePages_Free}, {@code HugePages_Rsvd}), and what to do when it
  * is short. Huge pages are not taken from free memory as they are touched: an administrator
  * reserves them ({@code vm.nr_hugepages}), and a hugetlb file's {@code MAP_SHARED} mapping, or
  * its {@code fallocate}, takes them from that pool or fails with an errno.
@@ -13,8 +13,10 @@ import java.util.Map;
  * @param pageSize the default huge page size in bytes; -1 when the kernel does not say (no hugetlb support)
  * @param total    {@code HugePages_Total}; -1 when not said
  * @param free     {@code HugePages_Free}; -1 when not said
+ * @param reserved {@code HugePages_Rsvd}: pages of {@code free} that mappings made already reserved and have not touched,
+ *                 no new mapping's to take; -1 when not said
  */
-public record HugePages(long pageSize, long total, long free) {
+public record HugePages(long pageSize, long total, long free, long reserved) {
 
     /** Where the pool is sized, for remedies. */
     public static final Path NR_HUGEPAGES = Path.of("/proc/sys/vm/nr_hugepages");
@@ -33,7 +35,12 @@ public record HugePages(long pageSize, long total, long free) {
     public static HugePages read(Path meminfo) {
         Map<String, Long> fields = Meminfo.fields(meminfo);
         return new HugePages(fields.getOrDefault("Hugepagesize", -1L), fields.getOrDefault("HugePages_Total", -1L),
-                fields.getOrDefault("HugePages_Free", -1L));
+                fields.getOrDefault("HugePages_Free", -1L), fields.getOrDefault("HugePages_Rsvd", -1L));
+    }
+
+    /** The pages a new mapping may take: {@link #free} less {@link #reserved}; -1 when not said. */
+    public long available() {
+        return free < 0 ? -1 : Math.max(0, free - Math.max(0, reserved));
     }
 
     /** Whether the kernel has huge pages at all (a hugetlbfs and a default size). */
@@ -41,19 +48,27 @@ public record HugePages(long pageSize, long total, long free) {
         return pageSize > 0;
     }
 
-    /** {@code "2048 kB pages: 3 free of 4 (HugePages_Free, HugePages_Total in /proc/meminfo)"}, for messages and probes. */
+    /**
+     * {@code "2048 kB pages: 3 free of 4 (HugePages_Free, HugePages_Total in /proc/meminfo)"}, with
+     * the pages of those reserved when there are any, for messages and probes.
+     */
     public String describe() {
         if (!supported()) return "none: the kernel names no Hugepagesize in " + Meminfo.PATH + " (built without CONFIG_HUGETLBFS)";
-        return pageSize / 1024 + " kB pages: " + free + " free of " + total + " (HugePages_Free, HugePages_Total in " + Meminfo.PATH + ")";
+        if (reserved <= 0 || free < 0) {
+            return pageSize / 1024 + " kB pages: " + free + " free of " + total + " (HugePages_Free, HugePages_Total in " + Meminfo.PATH + ")";
+        }
+        return pageSize / 1024 + " kB pages: " + free + " free of " + total + ", " + reserved + " of them reserved by mappings not yet "
+                + "touched, so " + available() + " for a new mapping (HugePages_Free, HugePages_Rsvd, HugePages_Total in " + Meminfo.PATH + ")";
     }
 
     /**
      * Why {@code pagesNeeded} pages could not be had ({@code ENOSPC} or {@code ENOMEM}): the pool
-     * is short, or, when it has them free, a hugetlb cgroup limit of this process refused them.
+     * is short, or, when it has them free and not reserved by other mappings, a hugetlb cgroup limit
+     * of this process refused them.
      */
     public String shortage(long pagesNeeded) {
         String needs = "the chunk needs " + pagesNeeded + " pages of " + pageSize / 1024 + " kB, and " + describe();
-        return free >= pagesNeeded ? needs + ": the pool has them, so a hugetlb limit of this process's cgroup refused them" : needs;
+        return available() >= pagesNeeded ? needs + ": the pool has them, so a hugetlb limit of this process's cgroup refused them" : needs;
     }
 
     /**
