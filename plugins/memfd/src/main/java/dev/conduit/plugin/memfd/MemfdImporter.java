@@ -255,12 +255,26 @@ final class MemfdImporter implements IpcImporter {
     /** Connects, presents the token, and returns the memfd the server passed; throws for any other answer. */
     private FileDescriptor fetch(MemfdPayload payload, String address, String path, FileStatus socketStatus, boolean boundByThisUser,
                                  long chunkLength, long deadline) {
+        FileDescriptor memfd = null;
+        // The socket's close comes last and may fail (EBADF; EIO): the descriptor received before it is closed then too, where it
+        // was returned to no one, open and holding the chunk until the JVM's end.
         try (FileDescriptor socket = openSocket(path)) {
             connect(socket, address, path, socketStatus, deadline);
             checkServerIsTrusted(socket, path, boundByThisUser);
             send(socket, FdProtocol.request(payload.token()), path, deadline);
-            return receiveReply(socket, path, chunkLength, deadline);
+            memfd = receiveReply(socket, path, chunkLength, deadline);
+        } catch (RuntimeException | Error e) {
+            if (memfd == null) throw e;
+            memfd.closeAfter(e);
+            if (e instanceof ErrnoException closing) {
+                throw new ConduitException("cannot import from the producer's socket " + path + ": the chunk's descriptor arrived, but "
+                        + "closing the connection afterwards failed: " + closing.getMessage() + "; the descriptor is closed, nothing "
+                        + "mapped; import it again. " + Errno.remedy(closing.errno(), "EBADF: code of this process closed a descriptor that was not "
+                        + "its own, a fault of that code; see the cause"), closing);
+            }
+            throw e;
         }
+        return memfd;
     }
 
     private FileDescriptor openSocket(String path) {

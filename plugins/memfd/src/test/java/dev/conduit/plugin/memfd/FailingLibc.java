@@ -29,6 +29,25 @@ final class FailingLibc {
         });
     }
 
+    /** What a call returned, as a test would have it returned, or something done after it. */
+    interface After {
+        Object result(String call, Object[] args, Object result) throws Exception;
+    }
+
+    /** The real libc, each call's result passed through {@code after} (given the method's name, arguments and result). */
+    static Libc after(After after) {
+        Libc libc = Linux.libc();
+        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+            Object result;
+            try {
+                result = method.invoke(libc, args);
+            } catch (InvocationTargetException invoked) {
+                throw invoked.getCause();
+            }
+            return after.result(method.getName(), args, result);
+        });
+    }
+
     /** The real libc, except that {@code call} fails with {@code errno}. */
     static Libc failing(String call, int errno) {
         return throwing((name, args) -> name.equals(call) ? new ErrnoException(call, errno, "fake", "injected by the test") : null);

@@ -214,6 +214,35 @@ class MemfdImporterTest {
                 });
     }
 
+    /**
+     * The connection's socket failing to close once the chunk's descriptor arrived ({@code EBADF}:
+     * something closed its number; {@code EIO}) left the received descriptor returned to no one:
+     * open, and the chunk's memory held, until the JVM's end. It is closed now, and the failure
+     * names the producer's socket and the errno (as {@code PosixImporter.map} does for its
+     * directory, ec1f56c0).
+     */
+    @Test
+    void aSocketThatFailsToCloseAfterTheChunksDescriptorArrivedLeavesThatDescriptorClosed() {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        AtomicInteger received = new AtomicInteger(-1);
+        Libc closingTheSocket = FailingLibc.after((call, args, result) -> {
+            if (result instanceof ReceivedMessage m && !m.fds().isEmpty()) {
+                received.set(m.fds().getFirst().fd());
+                // Its number closed behind its back: the importer's own close of it then fails with EBADF.
+                FileDescriptor.adopt(((FileDescriptor) args[0]).fd(), "the importer's socket").close();
+            }
+            return result;
+        });
+
+        Throwable failure = org.assertj.core.api.Assertions.catchThrowable(
+                () -> map(new MemfdImporter(closingTheSocket, shared, 2_000_000_000L), payload, SIZE));
+        assertThat(received.get()).as("the descriptor arrived").isNotNegative();
+        assertThat(Files.exists(Path.of("/proc/self/fd/" + received.get()), java.nio.file.LinkOption.NOFOLLOW_LINKS))
+                .as("the received descriptor, fd %d, closed", received.get()).isFalse();
+        assertThat(failure).isInstanceOf(ConduitException.class).hasMessageContaining("EBADF").hasMessageContaining(shared.toString());
+    }
+
     @Test
     void closingTheMappingUnmapsItAndIsIdempotent() {
         Chunk chunk = provider.allocate(SIZE);
