@@ -359,6 +359,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 written = PayloadEncoder.checkWritten(encoder.encode(q.asSlice(body + headerLength, maxLength)), maxLength);
                 writeMessageFields(q, offset, id, (int) headerLength, written);
                 MemorySegment.copy(header, 0, q, body, headerLength);
+                deliverFaultsOfMappedFiles(header, MemorySegment.NULL);
             } catch (Throwable t) {
                 abandon(offset, length, -1);
                 if (t instanceof InternalError fault) throw applicationFault(fault, q, offset, length);

@@ -3,6 +3,7 @@ package dev.conduit.it.transport;
 import dev.conduit.Conduit;
 import dev.conduit.Endpoint;
 import dev.conduit.Worker;
+import dev.conduit.spi.PayloadEncoder;
 import dev.conduit.spi.ThreadMode;
 
 import java.lang.foreign.Arena;
@@ -19,7 +20,9 @@ import java.nio.file.StandardOpenOption;
  * and sends from it again, then says on stdout what the send threw, what the receiver got, and
  * whether the endpoint failed. Arguments: the shared directory, a directory of its own, and which
  * segment of the send is the mapping: {@code payload-8} (the one-word store), {@code payload-64}
- * (the copy) or {@code header-64}.
+ * (the copy), {@code header-64}, or {@code encoded-header-64}: the header of an encoded send above
+ * the runtime's 1 KiB, which the transport writes in its queue (below {@code inline.max}) after
+ * the encoder.
  */
 public final class CompiledSendFaultPeer {
 
@@ -32,8 +35,9 @@ public final class CompiledSendFaultPeer {
     public static void main(String[] args) throws Exception {
         Path shared = Path.of(args[0]);
         Path own = Path.of(args[1]);
-        boolean header = args[2].startsWith("header");
-        int size = Integer.parseInt(args[2].substring(args[2].indexOf('-') + 1));
+        boolean header = args[2].contains("header");
+        encoded = args[2].startsWith("encoded");
+        int size = Integer.parseInt(args[2].substring(args[2].lastIndexOf('-') + 1));
         long[] received = {0};
         long[] lastValue = {0};
         try (Conduit conduit = Setup.conduit(shared, "posix"); Arena arena = Arena.ofShared()) {
@@ -79,8 +83,16 @@ public final class CompiledSendFaultPeer {
         System.out.println("alive: yes");
     }
 
+    private static boolean encoded;
+    /** Writes a payload of its own, reading nothing of the mapping: only the header's copy may fault. */
+    private static final PayloadEncoder ENCODER = target -> {
+        target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 1L);
+        return Long.BYTES;
+    };
+
     private static void send(Endpoint endpoint, boolean header, MemorySegment mapping) {
-        if (header) endpoint.send(ID, mapping, MemorySegment.NULL);
+        if (encoded) endpoint.send(ID, mapping, 2_048, ENCODER);
+        else if (header) endpoint.send(ID, mapping, MemorySegment.NULL);
         else endpoint.send(ID, MemorySegment.NULL, mapping);
     }
 }

@@ -78,7 +78,7 @@ class PayloadFaultOverShmTest {
      * up on the mapping before truncating it.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"payload-8", "payload-64", "header-64"})
+    @ValueSource(strings = {"payload-8", "payload-64", "header-64", "encoded-header-64"})
     void aCompiledSendOfATruncatedMappingOfTheApplicationsDeliversNothingAndFailsNothing(String mapped,
             @TempDir(factory = ShmDir.class) Path shared, @TempDir Path own) throws IOException, InterruptedException {
         List<String> command = ChildJvm.javaCommand(CompiledSendFaultPeer.class, List.of("-XX:-TieredCompilation", "-Xbatch"),
