@@ -581,8 +581,8 @@ final class FdServer implements AutoCloseable {
 
     private void serve(FileDescriptor connection, PeerCredentials peer, MemorySegment requestBuffer) {
         if (!admits(peer)) {
-            // Answered before reading anything, so a user who may not import cannot hold the
-            // server for memfd.server.timeout either.
+            // Answered before reading anything, in a few bytes that a new connection's send buffer always has room for, so a
+            // user who may not import cannot hold the server for memfd.server.timeout either (sendRest never waits here).
             sendRest(connection, FdProtocol.refusal(FdProtocol.STATUS_PEER_NOT_ALLOWED), 0, System.nanoTime() + timeoutNanos, peer);
             logRefusedPeer(peer);
             return;
