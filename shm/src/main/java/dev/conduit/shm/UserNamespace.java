@@ -83,12 +83,9 @@ public final class UserNamespace {
     }
 
     private static int uid(String item) {
-        long uid;
-        try {
-            uid = Long.parseLong(item);
-        } catch (NumberFormatException e) {
-            uid = -1;
-        }
+        long uid = -1;
+        // ASCII digits, as ConfigKey.integer takes a number: Long.parseLong alone takes "+1000" and any script's digits too.
+        if (!item.isEmpty() && item.length() <= 10 && item.chars().allMatch(c -> c >= '0' && c <= '9')) uid = Long.parseLong(item);
         if (uid < 0 || uid > MAX_UID) throw new IllegalArgumentException("item '" + item + "' is not a numeric user id");
         return (int) uid;
     }

@@ -85,4 +85,20 @@ class UserNamespaceTest {
         assertThat(ShmTransport.userNamespaceNote(ROOTLESS, 5, 0)).contains("1000 in the parent").doesNotContain("overflow");
         assertThat(ShmTransport.userNamespaceNote(ROOTLESS, null, 0)).doesNotContain("overflow");
     }
+
+    /**
+     * An item is ASCII digits, as ConfigKey.integer takes a number: Long.parseLong alone took "+1000" and the digits of
+     * any script ("\u0661\u0660\u0660\u0660", "\uff11\uff10\uff10\uff10"), which conduit info then showed as set, never as the user id
+     * they were read as, against the form the key names.
+     */
+    @Test
+    void aUidListKeyTakesAsciiDigitsOnlyAsItsFormSays() {
+        var key = UserNamespace.uidListKey("x.uids", "doc");
+        assertThat(UserNamespace.uids(key.parse(" 1000, 0 ,4294967294", "the builder"))).containsExactly(1000, 0, -2);
+        for (String item : List.of("+1000", "\u0661\u0660\u0660\u0660", "\uff11\uff10\uff10\uff10", "-0")) {
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> key.parse("1001," + item, "the builder"))
+                    .as(item).isInstanceOf(dev.conduit.spi.ConfigException.class)
+                    .hasMessageContaining("item '" + item + "' is not a numeric user id");
+        }
+    }
 }
