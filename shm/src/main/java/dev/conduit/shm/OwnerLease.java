@@ -958,8 +958,9 @@ public final class OwnerLease implements AutoCloseable {
      * was a WARNING at every reclaim, every provider's and worker's open of every user there, and a
      * {@code conduit reclaim} that exited with 1, until 2026-12-07
      * (OwnerLeaseTest#anotherUsersLeaseThatOpensAndCannotBeRemovedIsNoDeadOwnersOfThisUsersReclaim).
-     * Root, which removes any file, judges every user's lease. When the owner cannot be told, the
-     * lease is taken for this user's and judged, as before.
+     * Root, which removes any file, judges every user's lease that its user namespace maps (one it
+     * does not map shows as the overflow uid). When the owner cannot be told, the lease is taken for
+     * this user's and judged, as before.
      *
      * @throws ErrnoException when the lease does not open
      */
@@ -969,11 +970,19 @@ public final class OwnerLease implements AutoCloseable {
         }
     }
 
-    /** {@link #isAnotherUsersLease(Libc, SharedDirectory, String)} of the lease open as {@code fd}. */
+    /**
+     * {@link #isAnotherUsersLease(Libc, SharedDirectory, String)} of the lease open as {@code fd}.
+     * Root is privileged only over files whose owner its user namespace maps: the root of a
+     * container's own namespace (rootless, userns-remap) may neither remove from a sticky directory
+     * the file of a user it does not map (it shows as the overflow uid) nor unlink it as its
+     * directory's owner, so to it such a lease is another user's, as to any other user. It used to
+     * judge it, being uid 0, and its removal, refused ({@code EPERM}), was a WARNING at every reclaim
+     * in the container (CrossProcessTest#aReclaimByTheRootOfAUserNamespaceLeavesALeaseOfAUserItDoesNotMapUnjudged).
+     */
     private static boolean isAnotherUsersLease(Libc libc, FileDescriptor fd) {
         int self = libc.geteuid();
-        if (self == 0) return false;
         try {
+            if (self == 0) return UserNamespace.current().mayBeUnmapped(Integer.toUnsignedLong(libc.fstat(fd).uid()));
             return !isFileOf(libc, fd, self);
         } catch (RuntimeException unknown) {
             return false;

@@ -424,6 +424,32 @@ class CrossProcessTest {
         }
     }
 
+    /**
+     * The root of a container's own user namespace is root only over the files of users the
+     * namespace maps: a lease of a user it does not map, planted readable (an owner's own is
+     * {@code 0600}, which does not open for it), in a sticky directory of such a user, is another
+     * user's to its reclaim, as to that of any user but the initial namespace's root, and is left
+     * unjudged. Taken for a dead owner's because the reclaim ran as uid 0, its removal was refused
+     * ({@code EPERM}): a WARNING at every reclaim in the container, every provider's and worker's
+     * open there, and a {@code conduit reclaim} that exited with 1.
+     */
+    @Test
+    void aReclaimByTheRootOfAUserNamespaceLeavesALeaseOfAUserItDoesNotMapUnjudged() throws Exception {
+        assumeThat(Linux.libc().geteuid()).as("root can give files away").isZero();
+        Path sticky = Files.createDirectory(shared.resolve("sticky"));
+        assertThat(new ProcessBuilder("chmod", "1777", sticky.toString()).inheritIO().start().waitFor()).as("chmod 1777").isZero();
+        Files.setAttribute(sticky, "unix:uid", 54322);
+        String lease = "conduit-test-0123456789abcdef0123456789abcdef.lease";
+        Path planted = Files.createFile(sticky.resolve(lease)); // unlocked, and readable by all: 0644
+        Files.setPosixFilePermissions(planted, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+        Files.setAttribute(planted, "unix:uid", 54321);
+
+        Ended reclaim = run(List.of("unshare", "--user", "--map-root-user", "--"), "reclaim", sticky.toString(), "conduit-test");
+        assertThat(reclaim.exitCode()).as(reclaim.errors()).isZero();
+        assertThat(reclaim.output().strip()).as("what the reclaim of the namespace's root tried").isEqualTo("reclaimed");
+        assertThat(planted).exists();
+    }
+
     /** What a child importing {@code payload} as root of a new user namespace (mapped to root) printed to stderr; it must fail. */
     private String importInUserNamespace(byte[] payload, long length) throws Exception {
         Ended child = run(List.of("unshare", "--user", "--map-root-user", "--"),

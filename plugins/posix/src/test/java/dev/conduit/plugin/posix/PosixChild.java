@@ -33,6 +33,8 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *   <li>{@code send <dir> <receiver's transport address hex>}: opens a transport, connects to the
  *       receiver, sends message 1 (8 bytes) and message 2 (100,000 bytes: through its bounce
  *       ring), prints its own transport address, then waits to be killed without closing anything.</li>
+ *   <li>{@code reclaim <dir> <prefix>}: reclaims dead owners' files under {@code prefix} there, printing
+ *       {@code removed <name>} or {@code not removed <name>: <errno>} for each file it tried, then {@code reclaimed}.</li>
  *   <li>{@code allocate <dir> <size>}: opens a provider and allocates a chunk of {@code size} bytes: prints
  *       {@code allocated}, or the refusal's message to stderr and exits with 3.</li>
  * </ul>
@@ -129,6 +131,24 @@ final class PosixChild {
                     System.err.println(e.getMessage());
                     System.exit(3);
                 }
+            }
+            case "reclaim" -> {
+                // reclaim <dir> <prefix>: a reclaim of dead owners' files there, each file it removed or could not remove
+                dev.conduit.linux.Libc libc = dev.conduit.linux.Linux.libc();
+                try (dev.conduit.shm.SharedDirectory shared = dev.conduit.shm.SharedDirectory.open(libc, directory, "shared.dir")) {
+                    dev.conduit.shm.OwnerLease.reclaimDead(libc, shared, args[2], new dev.conduit.shm.OwnerLease.ReclaimListener() {
+                        @Override
+                        public void removed(String owner, String name, long bytes) {
+                            System.out.println("removed " + name);
+                        }
+
+                        @Override
+                        public void notRemoved(String owner, String name, dev.conduit.linux.ErrnoException e) {
+                            System.out.println("not removed " + name + ": " + e.errnoName());
+                        }
+                    });
+                }
+                System.out.println("reclaimed");
             }
             default -> throw new IllegalArgumentException(args[0]);
         }
