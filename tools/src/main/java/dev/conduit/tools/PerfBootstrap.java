@@ -12,6 +12,7 @@ import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.SharedDirectory;
 import dev.conduit.shm.ShmPlugins;
 import dev.conduit.shm.ShmTransport;
+import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PayloadReader;
@@ -599,8 +600,13 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         Object owner = uidOf(file);
         // /proc/self is owned by the process's effective uid.
         Object self = uidOf(Path.of("/proc/self"));
-        String whose = (owner instanceof Integer o ? "it belongs to uid " + uid(o) : "its owner cannot be read")
-                + (self instanceof Integer u ? ", this process runs as uid " + uid(u) : ", this process runs as user " + System.getProperty("user.name"))
+        // In a container's own user namespace the uids are the namespace's: the host's are what the remedy needs, and a
+        // file showing the overflow uid may be any user the namespace does not map.
+        UserNamespace namespace = UserNamespace.current();
+        String whose = (owner instanceof Integer o ? "it belongs to uid " + uid(o) + (namespace.mayBeUnmapped(Integer.toUnsignedLong(o))
+                ? ", which in this process's user namespace stands for every user the namespace does not map" : "") : "its owner cannot be read")
+                + (self instanceof Integer u ? ", this process runs as " + namespace.describe(Integer.toUnsignedLong(u))
+                : ", this process runs as user " + System.getProperty("user.name"))
                 + "): ";
         if (owner != null && owner.equals(self)) {
             return whose + "the file is this process's user's own, so the refusal is its mode (the server creates it 0600; "
@@ -609,7 +615,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         }
         return whose + "the server creates it 0600, for its own user alone (it carries the handles of its regions), and workers "
                 + "connect only within one user: run the client as the server's user (a container as the host process's uid: docker run "
-                + "--user \"$(id -u):$(id -g)\")";
+                + "--user \"$(id -u):$(id -g)\")" + (namespace.isNested() ? "; a container with a user namespace of its own (rootless, "
+                + "userns-remap) runs as the host uid its uid_map takes its user to" : "");
     }
 
     /** The uid that owns {@code path}, or null when it cannot be read. */

@@ -1260,6 +1260,34 @@ class PerfRunTest {
     }
 
     /**
+     * The same client in a container's own user namespace (here its root mapped to the host's
+     * root alone): the server's file, of a user the namespace does not map, shows as uid 65534,
+     * which stands for every such user, and the client's uid 0 is the namespace's. The refusal
+     * says both, with the host uid the client runs as, and that a container of its own user
+     * namespace runs as the host uid its uid_map gives: it said "belongs to uid 65534, this
+     * process runs as uid 0", naming neither user as the host knows them.
+     */
+    @Test
+    void aClientInAUserNamespaceIsToldTheServersFileIsOfAUserItsNamespaceDoesNotMapAndWhichHostUidItRunsAs() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-user");
+        try {
+            Path file = Files.writeString(shared.resolve("conduit-perf-other.addr"), "conduit-perf 1\n");
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-------"));
+            Files.setAttribute(file, "unix:uid", 54321);
+            assertThat(connectThrough(List.of("unshare", "--user", "--map-root-user", "--"), shared, "other"))
+                    .contains("cannot read " + file).contains("EACCES")
+                    .contains("it belongs to uid 65534, which in this process's user namespace stands for every user the namespace "
+                            + "does not map")
+                    .contains("this process runs as uid 0 here, 0 in the parent user namespace")
+                    .contains("run the client as the server's user")
+                    .contains("a container with a user namespace of its own (rootless, userns-remap) runs as the host uid its uid_map "
+                            + "takes its user to");
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
+    /**
      * A bootstrap file of this process's own user that it still cannot read (its mode, or a
      * security module: SELinux without a relabel) is no matter of users: the refusal says so rather
      * than telling to run the client as the server's user, which it already is. It used to say "run
@@ -1285,7 +1313,12 @@ class PerfRunTest {
      * file), after checking that it failed.
      */
     private static String connectWithoutOverridingFileModes(Path shared, String name) throws Exception {
-        List<String> command = new ArrayList<>(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"));
+        return connectThrough(List.of("setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"), shared, name);
+    }
+
+    /** As {@link #connectWithoutOverridingFileModes}, the client run through {@code wrapper}. */
+    private static String connectThrough(List<String> wrapper, Path shared, String name) throws Exception {
+        List<String> command = new ArrayList<>(wrapper);
         command.addAll(PerfPeer.javaCommand());
         command.addAll(List.of("perf", "--connect", "--shared-dir", shared.toString(), "--name", name, "--timeout", "5s"));
         Process client = new ProcessBuilder(command).redirectErrorStream(true)
