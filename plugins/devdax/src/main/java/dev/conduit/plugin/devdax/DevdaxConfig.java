@@ -42,7 +42,9 @@ final class DevdaxConfig {
     static final ConfigKey<String> DEVICE = ConfigKey.string("devdax.device", null,
             "The alias (from devdax.devices) of the device this process's memory provider allocates from, e.g. pmem0. "
                     + "May stay unset when the table has exactly one alias. The provider holds an exclusive flock on it: "
-                    + "one provider per device, on the whole machine.");
+                    + "a second provider that reaches the device through the same device node (any path or bind mount of "
+                    + "it) is refused; one through another node made for the device (mknod, as docker run --device does) "
+                    + "is not, and the first provider then fails at its next allocate or free.");
 
     static final ConfigKey<OnStart> ON_START = ConfigKey.enumeration("devdax.on.start", OnStart.class, OnStart.RESET,
             "What a provider does with the allocations it finds on its device when it opens: reset forgets them, so "

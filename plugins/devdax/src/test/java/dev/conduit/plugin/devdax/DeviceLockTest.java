@@ -25,8 +25,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * One provider per device, on the whole machine: a second one fails at once, naming the device
- * and the holder; the kernel releases the lock of an owner that is killed.
+ * One provider per device among the processes that reach it through one device node: a second one
+ * fails at once, naming the device and the holder; the kernel releases the lock of an owner that is
+ * killed. A provider that another took the device over from through a second node fails at its next call.
  */
 @Timeout(180) // a hang guard for the child JVMs, not a speed check
 class DeviceLockTest {
