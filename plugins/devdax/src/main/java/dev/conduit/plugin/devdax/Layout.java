@@ -261,9 +261,19 @@ final class Layout {
      * @param viewStart the device offset at which {@code view} starts
      */
     static Entry readEntry(MemorySegment view, long viewStart, Geometry geometry, long offset) {
+        return readEntry(view, viewStart, geometry, offset, () -> { });
+    }
+
+    /**
+     * {@link #readEntry(MemorySegment, long, Geometry, long)}, running {@code afterLength} between
+     * the length and the second look at the id: tests free the entry there.
+     */
+    static Entry readEntry(MemorySegment view, long viewStart, Geometry geometry, long offset, Runnable afterLength) {
         long at = geometry.entryOffset(offset) - viewStart;
         long id = (long) LONG_HANDLE.getAcquire(view, at);
         long length = (long) LONG_HANDLE.getAcquire(view, at + 8);
+        afterLength.run();
+        // The length may be another allocation's, published after a free between the reads: only the same id after it vouches for it.
         long again = (long) LONG_HANDLE.getAcquire(view, at);
         return id != 0 && id == again ? new Entry(offset, id, length) : null;
     }

@@ -165,4 +165,30 @@ class LayoutTest {
             assertThat(Layout.read(metadata)).isEqualTo(new Layout.Blank());
         }
     }
+
+    /**
+     * An importer reads an allocation's entry while its owner may free it and publish another in
+     * its place: the id, the length, then the id again. An entry freed between the reads, with
+     * or without another allocation published there, is no entry (null), never the first id with
+     * the other allocation's length. Nothing checked the second look: without it both reads below
+     * gave an entry.
+     */
+    @Test
+    void anEntryFreedWhileItIsReadIsNoEntryAlsoWhenAnotherIsPublishedInItsPlace() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment metadata = arena.allocate(GEOMETRY.dataOffset(), 4096);
+            Layout.format(metadata, GEOMETRY, 0x1111, 1);
+            long offset = GEOMETRY.dataOffset();
+            Layout.publish(metadata, GEOMETRY, offset, 0xA, 8192);
+            assertThat(Layout.readEntry(metadata, 0, GEOMETRY, offset)).isEqualTo(new Layout.Entry(offset, 0xA, 8192));
+
+            assertThat(Layout.readEntry(metadata, 0, GEOMETRY, offset, () -> Layout.revoke(metadata, GEOMETRY, offset)))
+                    .as("freed between the reads").isNull();
+            Layout.publish(metadata, GEOMETRY, offset, 0xA, 8192);
+            assertThat(Layout.readEntry(metadata, 0, GEOMETRY, offset, () -> {
+                Layout.revoke(metadata, GEOMETRY, offset);
+                Layout.publish(metadata, GEOMETRY, offset, 0xB, 4096);
+            })).as("freed and another allocation published in its place").isNull();
+        }
+    }
 }
