@@ -55,12 +55,23 @@ final class PoolRegion implements Region {
 
     @Override
     public byte[] exportHandle() {
-        if ((int) FREED.getVolatile(this) != 0) {
-            throw new IllegalStateException("region is closed: export a region before freeing it");
-        }
+        return exportHandle(() -> { });
+    }
+
+    /**
+     * {@link #exportHandle()}, running {@code afterCheck} between its look at the region's state
+     * and the export: tests close the region there.
+     */
+    byte[] exportHandle(Runnable afterCheck) {
+        if ((int) FREED.getVolatile(this) != 0) throw closed();
         // The pool's close freed the chunk; an export made before would still be handed out, naming memory gone.
         pool.ensureOpenToExport();
-        return pool.exportHandle(chunk, sizeClass == null ? 0 : sizeClass.offset(slot), segment.byteSize());
+        afterCheck.run();
+        return pool.exportHandle(chunk, sizeClass == null, sizeClass == null ? 0 : sizeClass.offset(slot), segment.byteSize());
+    }
+
+    static IllegalStateException closed() {
+        return new IllegalStateException("region is closed: export a region before freeing it");
     }
 
     @Override

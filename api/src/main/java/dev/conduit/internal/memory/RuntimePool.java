@@ -290,7 +290,8 @@ public final class RuntimePool implements Pool {
         }
     }
 
-    byte[] exportHandle(PooledChunk chunk, long offset, long length) {
+    /** @param own whether {@code chunk} is a region's own, which that region's close gives back to the provider */
+    byte[] exportHandle(PooledChunk chunk, boolean own, long offset, long length) {
         if (exportRefusal != null) throw new NotSupportedException("plugin '" + plugin + "' exports no IPC handles here: " + exportRefusal);
         PooledChunk.ChunkExport export = chunk.export;
         boolean first = false;
@@ -298,6 +299,9 @@ public final class RuntimePool implements Pool {
             providerLock.lock();
             try {
                 ensureOpenToExport();
+                // A close since the region looked at its state freed the chunk: the provider is not asked to export a chunk it
+                // no longer has, which memfd refuses as the caller's bug and which was then named the plugin's fault.
+                if (own && !dedicated.containsKey(chunk)) throw PoolRegion.closed();
                 export = chunk.export;
                 if (export == null) {
                     byte[] payload;

@@ -222,6 +222,10 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
         public byte[] export(Chunk chunk) {
             throwIfAsked("export");
             InProcessChunk c = (InProcessChunk) chunk;
+            if (!live.contains(c)) {
+                // As memfd's and verbs' export of a chunk they freed: the caller's bug.
+                throw new IllegalArgumentException("cannot export " + c + ": not a live chunk of this provider");
+            }
             if (refusesExportAfterRefusedFree && refusedFrees.contains(c)) {
                 throw new IllegalStateException("cannot export " + c + ": its free failed, so no importer would accept its export");
             }

@@ -277,6 +277,22 @@ class RuntimePoolTest {
         small.segment().get(ValueLayout.JAVA_BYTE, 0);
     }
 
+    /**
+     * A region with a chunk of its own closed by another thread while its first export is under
+     * way, after the export's look at the region: the export says the region is closed, as one
+     * made after the close does. The provider was asked to export the chunk it had just freed,
+     * which memfd refuses ("not a live chunk"), and the pool called that the plugin's fault.
+     */
+    @Test
+    void anExportThatARegionsCloseOvertakesSaysTheRegionIsClosedNotThatThePluginFailed() {
+        pool();
+        PoolRegion own = (PoolRegion) pool.allocate(CHUNK * 2);
+
+        assertThatThrownBy(() -> own.exportHandle(own::close)).isInstanceOf(IllegalStateException.class)
+                .hasMessage("region is closed: export a region before freeing it");
+        assertThat(plugin.chunksFreed).as("the close freed the chunk").hasValue(1);
+    }
+
     @Test
     void aChunkIsExportedOnceForAllItsRegions() {
         pool();
