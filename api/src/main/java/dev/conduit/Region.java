@@ -53,7 +53,9 @@ public interface Region extends AutoCloseable {
      * of its own while its memory is in use (another thread inside a native call on it: a futex
      * wait, say): the close then throws {@link IllegalStateException}, and the region stays
      * allocated, open and counted against {@code pool.max.size}; close it again once that use
-     * ended. Any other exception from the plugin's free leaves the region closed.
+     * ended. A close overlapping another thread's returns only once the chunk is freed: when the
+     * plugin refused the other's free, it tries the free itself. Any other exception from the
+     * plugin's free leaves the region closed.
      */
     @Override
     void close();

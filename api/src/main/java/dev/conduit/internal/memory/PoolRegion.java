@@ -86,19 +86,27 @@ final class PoolRegion implements Region {
         return "Region[" + pool.plugin() + ", " + segment.byteSize() + " B" + (isOpen() ? "" : ", closed") + "]";
     }
 
+    /**
+     * A region of a chunk of its own is marked closed only once its chunk is no longer the pool's,
+     * which {@link RuntimePool#freeDedicated} decides under the pool's lock: a close overlapping
+     * another waits there for it, and tries the free itself when the provider refused the other's. Until 2026-12-07 the first close marked the region closed before the free and
+     * open again at the refusal, and a second close meanwhile returned as if the chunk were freed.
+     */
     @Override
     public void close() {
-        if (!FREED.compareAndSet(this, 0, 1)) return;
         if (sizeClass != null) {
-            pool.free(sizeClass, this); // takes no provider call: a class's chunks go back only with the pool
+            if (FREED.compareAndSet(this, 0, 1)) pool.free(sizeClass, this); // no provider call: a class's chunks go back with the pool
             return;
         }
+        if ((int) FREED.getVolatile(this) != 0) return;
         try {
             pool.freeDedicated(chunk);
         } catch (IllegalStateException inUse) {
-            // The provider refused the free while the chunk is in use, and the pool kept it: open again, the next close tries again.
-            FREED.setVolatile(this, 0);
-            throw inUse;
+            throw inUse; // refused while the chunk is in use, and the pool kept it: open, the next close tries again
+        } catch (RuntimeException | Error e) {
+            FREED.setVolatile(this, 1); // the chunk is no longer the provider's to free (RuntimePool#freeDedicated)
+            throw e;
         }
+        FREED.setVolatile(this, 1);
     }
 }

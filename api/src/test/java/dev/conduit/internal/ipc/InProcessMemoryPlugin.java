@@ -80,6 +80,8 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
     public volatile boolean crossHost;
     /** Run by openMemoryProvider before it returns the provider: for what happens meanwhile. */
     public volatile Runnable whileOpeningProvider = () -> { };
+    /** Run by a provider's free as it begins, before it frees or refuses: for what happens meanwhile. */
+    public volatile Runnable whileFreeing = () -> { };
     /** Run by an import once it mapped the chunk, before it returns the mapping: for what happens meanwhile. */
     public volatile Runnable whileMapping = () -> { };
     private final Map<Long, Long> exported = new ConcurrentHashMap<>();
@@ -238,6 +240,7 @@ public final class InProcessMemoryPlugin implements ConduitPlugin {
         @Override
         public void free(Chunk chunk) {
             throwIfAsked("free");
+            whileFreeing.run();
             InProcessChunk c = (InProcessChunk) chunk;
             if (failingFrees.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
                 exported.remove(c.token()[0]);

@@ -37,6 +37,8 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.IntUnaryOperator;
 
 import static dev.conduit.internal.ThreadAllocation.allocatedBytes;
@@ -86,6 +88,58 @@ class RuntimePoolTest {
         for (int i = 0; i < 100; i++) bounded.allocate(64); // the shared chunk it holds serves these
         own.close();
         assertThat(bounded.allocate(2 * CHUNK).size()).as("the closed region's chunk given back").isEqualTo(2 * CHUNK);
+    }
+
+    /**
+     * Two threads close a region with a chunk of its own while its memory is in use, the provider
+     * refusing each free. The close that came second, while the first was in the provider's free,
+     * returned as if the chunk were freed: the first had marked the region closed before the free
+     * and marked it open again at the refusal. It now waits for the first and tries the free
+     * itself, refused too, and the region is open, the chunk allocated, until a close frees it.
+     */
+    @Test
+    void aCloseOverlappingOneTheProviderRefusesTriesTheFreeItselfAndNeverReturnsAsIfFreed() throws Exception {
+        pool();
+        Region own = pool.allocate(2 * CHUNK);
+        CountDownLatch firstFreeing = new CountDownLatch(1);
+        CountDownLatch letFirstFreeEnd = new CountDownLatch(1);
+        AtomicBoolean first = new AtomicBoolean(true);
+        plugin.whileFreeing = () -> {
+            if (!first.getAndSet(false)) return;
+            firstFreeing.countDown();
+            awaitUninterruptibly(letFirstFreeEnd);
+        };
+        plugin.failingFrees.set(2);
+        AtomicReference<Throwable> firstClose = new AtomicReference<>();
+        AtomicReference<Throwable> secondClose = new AtomicReference<>();
+
+        Thread firstCloser = Thread.ofPlatform().start(() -> firstClose.set(catchThrowable(own::close)));
+        firstFreeing.await();
+        Thread secondCloser = Thread.ofPlatform().start(() -> secondClose.set(catchThrowable(own::close)));
+        // Either it returned already, or it waits for the first: the lock the provider's free is called under.
+        while (secondCloser.isAlive() && secondCloser.getState() != Thread.State.WAITING) Thread.onSpinWait();
+        letFirstFreeEnd.countDown();
+        firstCloser.join();
+        secondCloser.join();
+
+        assertThat(firstClose.get()).isInstanceOf(IllegalStateException.class).hasMessageContaining("free failed on purpose");
+        assertThat(secondClose.get()).as("the overlapping close, the chunk still allocated").isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("free failed on purpose");
+        assertThat(own.isOpen()).isTrue();
+        assertThat(plugin.chunksFreed).hasValue(0);
+
+        own.close();
+        assertThat(own.isOpen()).isFalse();
+        assertThat(plugin.chunksFreed).hasValue(1);
+    }
+
+    private static void awaitUninterruptibly(CountDownLatch latch) {
+        try {
+            latch.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     /**
