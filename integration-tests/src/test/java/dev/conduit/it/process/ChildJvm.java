@@ -250,7 +250,7 @@ public final class ChildJvm implements AutoCloseable {
         return running;
     }
 
-    /** The {@code READY} line's fields: at least {@code pid}, {@code hostname}, {@code shared}, {@code loading}, {@code ns.*}. */
+    /** The {@code READY} line's fields: at least {@code pid}, {@code uid}, {@code hostname}, {@code shared}, {@code loading}, {@code ns.*}. */
     public Map<String, String> hello() {
         return hello;
     }
@@ -277,7 +277,7 @@ public final class ChildJvm implements AutoCloseable {
     public synchronized ProcessHandle jvm() {
         if (jvm == null) {
             if (launcher instanceof Launcher.Direct) {
-                jvm = process.toHandle();
+                jvm = process.toHandle(); // also as another user: setpriv execs the JVM
             } else {
                 List<ProcessHandle> children = process.children().toList();
                 if (children.size() != 1) throw fail("expected unshare to have one child (the JVM), found " + children);

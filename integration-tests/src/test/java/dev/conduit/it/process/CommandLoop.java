@@ -22,7 +22,7 @@ import java.util.TreeMap;
  * protocol lines; {@link System#out} is pointed at stderr, so a stray print cannot break it.
  *
  * <pre>
- * child → test   READY pid=&lt;pid here&gt; hostname=&lt;uts name&gt; shared=&lt;CONDUIT_SHARED_DIR&gt; loading=module-path|class-path ns.pid=pid:[…] ns.ipc=… ns.uts=… ns.mnt=… ns.net=…
+ * child → test   READY pid=&lt;pid here&gt; hostname=&lt;uts name&gt; shared=&lt;CONDUIT_SHARED_DIR&gt; loading=module-path|class-path ns.pid=pid:[…] ns.ipc=… ns.uts=… ns.mnt=… ns.net=… ns.user=… uid=&lt;effective uid here&gt;
  * test → child   &lt;command&gt; &lt;arg&gt; …          (arguments have no spaces; bytes travel as hex)
  * child → test   OK [&lt;text&gt;]
  *            or  ERR &lt;exception simple name&gt; &lt;handle field, or -&gt; &lt;message, newlines as \n&gt;
@@ -49,6 +49,18 @@ public final class CommandLoop {
         hello.put("shared", String.valueOf(System.getenv("CONDUIT_SHARED_DIR")));
         hello.put("loading", CommandLoop.class.getModule().isNamed() ? "module-path" : "class-path");
         namespaces().forEach((k, v) -> hello.put("ns." + k, v));
+        // Apart from namespaces(): every container launcher makes the others, only a rootless one a user namespace.
+        hello.put("ns.user", namespace("user"));
+        hello.put("uid", uid());
+    }
+
+    /** This process's effective uid as its user namespace shows it: the owner of {@code /proc/self}. */
+    public static String uid() {
+        try {
+            return String.valueOf(Files.getAttribute(Path.of("/proc/self"), "unix:uid"));
+        } catch (IOException | UnsupportedOperationException e) {
+            return "unknown";
+        }
     }
 
     public CommandLoop on(String name, Command command) {
@@ -133,13 +145,16 @@ public final class CommandLoop {
     /** The namespaces this process is in: {@code pid -> pid:[4026531836]}, for pid, ipc, uts, mnt and net. */
     public static Map<String, String> namespaces() {
         Map<String, String> ns = new TreeMap<>();
-        for (String kind : List.of("pid", "ipc", "uts", "mnt", "net")) {
-            try {
-                ns.put(kind, Files.readSymbolicLink(Path.of("/proc/self/ns", kind)).toString());
-            } catch (IOException e) {
-                ns.put(kind, "unknown");
-            }
-        }
+        for (String kind : List.of("pid", "ipc", "uts", "mnt", "net")) ns.put(kind, namespace(kind));
         return ns;
+    }
+
+    /** The namespace of {@code kind} ({@code /proc/self/ns/<kind>}) this process is in, as {@code user:[4026531837]}. */
+    public static String namespace(String kind) {
+        try {
+            return Files.readSymbolicLink(Path.of("/proc/self/ns", kind)).toString();
+        } catch (IOException e) {
+            return "unknown";
+        }
     }
 }

@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.OptionalInt;
 
 /**
  * How a {@link ChildJvm} is started: directly, or inside an isolated "container".
@@ -18,7 +19,7 @@ public sealed interface Launcher {
 
     /** A child of the test JVM, with the test's shared directory at the same path. */
     static Launcher direct() {
-        return Direct.INSTANCE;
+        return Direct.AS_THIS_USER;
     }
 
     /**
@@ -27,12 +28,34 @@ public sealed interface Launcher {
      * {@code /tmp}. Needs {@code unshare} (util-linux) and root, as in CI.
      */
     static Launcher container() {
-        return new Container(Container.HOSTNAME, false);
+        return new Container(Container.HOSTNAME, false, OptionalInt.empty());
     }
 
     /** {@link #container()} with the shared directory bind-mounted read-only, as {@code docker run -v DIR:DIR:ro} does. */
     static Launcher readOnlyContainer() {
-        return new Container(Container.HOSTNAME, true);
+        return new Container(Container.HOSTNAME, true, OptionalInt.empty());
+    }
+
+    /**
+     * A rootless container (podman, Docker with user namespaces): {@link #container()} started by
+     * host user {@code uid} ({@code setpriv}) in a user namespace of its own that maps its root to
+     * {@code uid} ({@code unshare --user --map-root-user}), which then owns its other namespaces. The
+     * shared directory must be writable by {@code uid}; the child runs from a copy of this JVM's
+     * module or class path that {@code uid} can read, as under {@link #asUser(int)}. Needs root to start it, and user namespaces open to {@code uid}
+     * ({@code user.max_user_namespaces} above 0; on Ubuntu 24.04 and later
+     * {@code kernel.apparmor_restrict_unprivileged_userns=0}): without either it fails, naming them.
+     */
+    static Launcher rootlessContainer(int uid) {
+        return new Container(Container.HOSTNAME, false, OptionalInt.of(uid));
+    }
+
+    /**
+     * A child of the test JVM that runs as host user {@code uid} ({@code setpriv}, which execs the
+     * JVM: the child is the JVM), seeing the shared directory at the same path: the host side of a
+     * {@link #rootlessContainer(int)} of the same user.
+     */
+    static Launcher asUser(int uid) {
+        return new Direct(OptionalInt.of(uid));
     }
 
     /** The command that runs {@code java} (a complete java command line) as this launcher does. */
@@ -44,13 +67,16 @@ public sealed interface Launcher {
     /** Removes what {@link #childSharedDirectory(Path)} created, once the child is gone. */
     void cleanUp(Path hostSharedDirectory, Path childSharedDirectory) throws java.io.IOException;
 
-    /** Started directly: the child is the JVM. */
-    enum Direct implements Launcher {
-        INSTANCE;
+    /** Started directly, as this JVM's user or, through {@code setpriv} (which execs the JVM), as {@link #uid()}: the child is the JVM. */
+    record Direct(OptionalInt uid) implements Launcher {
+        static final Direct AS_THIS_USER = new Direct(OptionalInt.empty());
 
         @Override
         public List<String> command(List<String> java, Path hostSharedDirectory, Path childSharedDirectory) {
-            return java;
+            if (uid.isEmpty()) return java;
+            List<String> command = new ArrayList<>(OtherUser.setpriv(uid.getAsInt()));
+            command.addAll(OtherUser.readable(java));
+            return command;
         }
 
         @Override
@@ -64,7 +90,7 @@ public sealed interface Launcher {
 
         @Override
         public String toString() {
-            return "direct";
+            return "direct" + (uid.isPresent() ? ", as uid " + uid.getAsInt() : "");
         }
     }
 
@@ -84,8 +110,13 @@ public sealed interface Launcher {
      * the death of a PID namespace's init kills everything else in it, so no JVM outlives its
      * {@link ChildJvm} either way. The bind mount lives only in the child's mount namespace and
      * disappears with it: the host sees the mount point as an empty directory throughout.
+     *
+     * <p>With {@code rootlessUid}, {@code setpriv} runs unshare as that host user (setpriv execs
+     * unshare: the tree is the same) and unshare first makes a user namespace that maps its root to
+     * that user ({@code --user --map-root-user}), which owns the other namespaces, so that the
+     * hostname and the bind mounts are root's there; the mount point belongs to that user.
      */
-    record Container(String hostname, boolean readOnly) implements Launcher {
+    record Container(String hostname, boolean readOnly, OptionalInt rootlessUid) implements Launcher {
         public static final String HOSTNAME = "conduit-container";
 
         /** $1 hostname, $2 mount options (rw or ro), $3 host directory, $4 mount point; then the java command line. */
@@ -100,18 +131,27 @@ public sealed interface Launcher {
 
         @Override
         public List<String> command(List<String> java, Path hostSharedDirectory, Path childSharedDirectory) {
-            List<String> command = new ArrayList<>(List.of(unshare(),
-                    "--pid", "--ipc", "--uts", "--mount", "--net", "--fork", "--mount-proc", "--kill-child",
+            List<String> command = new ArrayList<>();
+            rootlessUid.ifPresent(uid -> command.addAll(OtherUser.setpriv(uid)));
+            command.add(unshare());
+            if (rootlessUid.isPresent()) command.addAll(List.of("--user", "--map-root-user"));
+            command.addAll(List.of("--pid", "--ipc", "--uts", "--mount", "--net", "--fork", "--mount-proc", "--kill-child",
                     "sh", "-c", WRAPPER, "conduit-container-wrapper",
                     hostname, readOnly ? "ro" : "rw", hostSharedDirectory.toString(), childSharedDirectory.toString()));
-            command.addAll(java);
+            command.addAll(rootlessUid.isPresent() ? OtherUser.readable(java) : java);
             return command;
         }
 
         @Override
         public Path childSharedDirectory(Path hostSharedDirectory) throws java.io.IOException {
+            if (rootlessUid.isPresent()) OtherUser.checkUserNamespaces(rootlessUid.getAsInt(), unshare());
             // Short, so that a memfd socket's whole path fits an AF_UNIX address (shared.dir <= 38 bytes; longer goes through /proc).
-            return Files.createTempDirectory(Path.of("/tmp"), "cct-");
+            Path mountPoint = Files.createTempDirectory(Path.of("/tmp"), "cct-");
+            if (rootlessUid.isPresent()) {
+                Files.setAttribute(mountPoint, "unix:uid", rootlessUid.getAsInt());
+                Files.setAttribute(mountPoint, "unix:gid", rootlessUid.getAsInt());
+            }
+            return mountPoint;
         }
 
         @Override
@@ -152,7 +192,8 @@ public sealed interface Launcher {
 
         @Override
         public String toString() {
-            return "container(" + hostname + (readOnly ? ", shared directory read-only" : "") + ")";
+            return "container(" + hostname + (readOnly ? ", shared directory read-only" : "")
+                    + (rootlessUid.isPresent() ? ", rootless: uid " + rootlessUid.getAsInt() + " in a user namespace of its own" : "") + ")";
         }
     }
 }

@@ -13,9 +13,11 @@
  *       child under {@code unshare} in new PID, IPC, UTS, mount and network namespaces, with
  *       hostname {@code conduit-container} and the shared directory bind-mounted at a fresh path
  *       under {@code /tmp}; the javadoc of {@link dev.conduit.it.process.Launcher.Container} says
- *       which process a signal reaches.</li>
+ *       which process a signal reaches. {@code rootlessContainer(uid)}: the same, started by
+ *       host user {@code uid} in a user namespace of its own whose root is {@code uid};
+ *       {@code asUser(uid)}: a direct child as that user, the host side of such a container.</li>
  *   <li>{@link dev.conduit.it.process.CommandLoop} — the child's side of the line protocol, with
- *       the {@code READY} line (pid, hostname, shared directory, loading, namespaces).</li>
+ *       the {@code READY} line (pid, uid, hostname, shared directory, loading, namespaces).</li>
  *   <li>{@link dev.conduit.it.process.ConduitPeer} / {@link dev.conduit.it.process.RemotePeer} — a
  *       child that uses Conduit as an application does (open, pools, regions, handles, imports,
  *       patterns, IPC cache counters, what it holds open), and its typed client. Tests of workers

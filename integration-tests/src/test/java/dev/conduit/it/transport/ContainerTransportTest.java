@@ -142,48 +142,69 @@ class ContainerTransportTest {
     }
 
     private static void containerSeesHostProcessDie(String plugin, Path shared) throws Exception {
+        exchangeThenKill(plugin, shared, Launcher.container(), Launcher.direct(), false,
+                (container, hostSide) -> assertIsolated(container, shared));
+    }
+
+    /**
+     * A container child ({@code containerLauncher}) and a host-side child ({@code hostLauncher}),
+     * once {@code started} checked them, connect both ways and exchange 10^4 mixed messages each way,
+     * checked on arrival; then one of them gets {@code kill -9} (the container's JVM where
+     * {@code killTheContainer}); the survivor's error handler reports {@code PeerFailedException} of
+     * reason {@code DIED}, found by the lease watch, for its endpoint to it, and the survivor
+     * reclaims the dead one's files while its worker is open; once it closed its worker, the shared
+     * directory is empty.
+     */
+    static void exchangeThenKill(String plugin, Path shared, Launcher containerLauncher, Launcher hostLauncher, boolean killTheContainer,
+                                 java.util.function.BiConsumer<RemoteTransportPeer, RemoteTransportPeer> started) throws Exception {
         long messages = 10_000;
-        try (RemoteTransportPeer container = RemoteTransportPeer.start(shared, Launcher.container());
-             RemoteTransportPeer hostSide = RemoteTransportPeer.start(shared, Launcher.direct())) {
-            assertIsolated(container, shared);
-            WorkerAddress c = container.worker("c", plugin, "SINGLE");
-            Set<String> containerOwners = Setup.owners(shared);
-            WorkerAddress h = hostSide.worker("h", plugin, "SINGLE");
-            container.receive("c");
-            hostSide.receive("h");
-            container.connect("c", "to-host", h);
-            hostSide.connect("h", "to-container", c);
-            container.stream("s", "c", "to-host", 1, Traffic.Profile.MIXED, messages, 4096);
-            hostSide.stream("s", "h", "to-container", 2, Traffic.Profile.MIXED, messages, 4096);
+        try (RemoteTransportPeer container = RemoteTransportPeer.start(shared, containerLauncher);
+             RemoteTransportPeer hostSide = RemoteTransportPeer.start(shared, hostLauncher)) {
+            started.accept(container, hostSide);
+            RemoteTransportPeer survivor = killTheContainer ? hostSide : container;
+            RemoteTransportPeer victim = killTheContainer ? container : hostSide;
+            String survivorName = killTheContainer ? "the host side" : "the container";
+            String victimName = killTheContainer ? "the container's JVM" : "a host process";
+            WorkerAddress s = survivor.worker("s", plugin, "SINGLE");
+            Set<String> survivors = Setup.owners(shared);
+            WorkerAddress v = victim.worker("v", plugin, "SINGLE");
+            survivor.receive("s");
+            victim.receive("v");
+            survivor.connect("s", "to-victim", v);
+            victim.connect("v", "to-survivor", s);
+            survivor.stream("s", "s", "to-victim", 1, Traffic.Profile.MIXED, messages, 4096);
+            victim.stream("s", "v", "to-survivor", 2, Traffic.Profile.MIXED, messages, 4096);
             // Both directions as one count: the guard runs from the last message either side took.
-            Setup.waitWhileProgressing(() -> container.messages("c") + hostSide.messages("h"), 2 * messages, () -> false, GUARD,
-                    () -> "messages taken by the container and the host side; the container took " + container.stats("c")
-                            + ", its stream: " + container.status("s") + "; the host side took " + hostSide.stats("h")
-                            + ", its stream: " + hostSide.status("s"),
+            Setup.waitWhileProgressing(() -> survivor.messages("s") + victim.messages("v"), 2 * messages, () -> false, GUARD,
+                    () -> "messages taken by both; " + survivorName + " took " + survivor.stats("s") + ", its stream: "
+                            + survivor.status("s") + "; " + victimName + " took " + victim.stats("v") + ", its stream: " + victim.status("s"),
                     Setup.pause(CHILD_POLL));
-            container.join("s", GUARD);
-            hostSide.join("s", GUARD);
-            assertThat(container.stats("c")).containsEntry("errors", "0").containsEntry("streams", "2:" + messages);
-            assertThat(hostSide.stats("h")).containsEntry("errors", "0").containsEntry("streams", "1:" + messages);
+            survivor.join("s", GUARD);
+            victim.join("s", GUARD);
+            assertThat(survivor.stats("s")).containsEntry("errors", "0").containsEntry("streams", "2:" + messages);
+            assertThat(victim.stats("v")).containsEntry("errors", "0").containsEntry("streams", "1:" + messages);
+            survivor.assertNoFailures("s");
+            victim.assertNoFailures("v");
             List<String> before = Setup.files(shared);
 
             long killedAt = System.nanoTime();
-            hostSide.kill();
+            victim.kill();
             long reaped = System.nanoTime();
-            Setup.waitUntil(() -> !container.failures("c").isEmpty(), GUARD, () -> "the container's error handler was not called");
-            List<String[]> failures = container.failures("c");
+            Setup.waitUntil(() -> !survivor.failures("s").isEmpty(), GUARD, () -> "the error handler of " + survivorName + " was not called");
+            List<String[]> failures = survivor.failures("s");
             assertThat(failures).hasSize(1);
-            assertThat(failures.getFirst()[0]).isEqualTo("to-host");
+            assertThat(failures.getFirst()[0]).isEqualTo("to-victim");
             assertThat(failures.getFirst()[2]).isEqualTo("PeerFailedException");
             assertThat(failures.getFirst()[3]).as("the reason").isEqualTo(PeerFailedException.Reason.DIED.name());
             assertThat(failures.getFirst()[4]).as("the message, blanks as _").contains("peer_worker_died_(its_lease");
-            Setup.report("%s death detection, kill -9 of a host process -> error handler in the container: %.1f ms (target 100; "
-                    + "the JVM was reaped %.1f ms after the signal)", plugin, (Long.parseLong(failures.getFirst()[1]) - killedAt) / 1e6,
-                    (reaped - killedAt) / 1e6);
-            Setup.awaitReclaimOfTheDeadProcesssFiles(shared, containerOwners, before, GUARD);
+            Setup.report("%s death detection, kill -9 of %s (%s) -> error handler in %s: %.1f ms (target 100; the JVM was reaped %.1f ms "
+                            + "after the signal)", plugin, victimName, (killTheContainer ? containerLauncher : hostLauncher), survivorName,
+                    (Long.parseLong(failures.getFirst()[1]) - killedAt) / 1e6, (reaped - killedAt) / 1e6);
+            Setup.awaitReclaimOfTheDeadProcesssFiles(shared, survivors, before, GUARD);
+            assertThat(survivor.progressErrors("s")).as("exceptions from progress() in %s", survivorName).isZero();
 
-            container.closeWorker("c");
-            assertThat(Setup.files(shared)).as("left once the container closed its worker (before: %s)", before).isEmpty();
+            survivor.closeWorker("s");
+            assertThat(Setup.files(shared)).as("left once %s closed its worker (before: %s)", survivorName, before).isEmpty();
         }
     }
 

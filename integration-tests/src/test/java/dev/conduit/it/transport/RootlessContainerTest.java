@@ -1,0 +1,136 @@
+package dev.conduit.it.transport;
+
+import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.CommandLoop;
+import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.RemotePeer;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A rootless container (rootless podman or Docker, {@code unshare --user --map-root-user}) and a
+ * host process of the same user, as docs/runtime.md ("Host and container") promises: the
+ * container's JVM runs under {@link Launcher#rootlessContainer(int)} (root of a user namespace of
+ * its own that maps it to host uid {@value #USER}, with its own PID, IPC, UTS, mount and network
+ * namespaces, the shared directory bind-mounted at another path), the host's under
+ * {@link Launcher#asUser(int)} as the same host uid, in the host's namespaces: neither is root on
+ * the host. Each sees the other's files as its own user's (the container as its uid 0), so no
+ * {@code *.allowed.uids} or {@code *.trusted.uids} key is set. The shared directory belongs to that
+ * user, {@code 0700}. Runs in CI, as root (to start processes as that user), with user namespaces
+ * open to that user; without them it fails, naming the settings, never skips.
+ */
+class RootlessContainerTest {
+
+    /** The host user that runs both sides: a user's uid, as rootless podman runs. */
+    private static final int USER = 1000;
+
+    /**
+     * The host process and the container exchange mixed messages each way; the container's JVM
+     * gets {@code kill -9}; the host's error handler reports {@code PeerFailedException} of reason
+     * {@code DIED}, found by the lease watch, and the host reclaims the container's files while its
+     * worker is open; once it closed its worker, the shared directory is empty
+     * ({@link ContainerTransportTest#exchangeThenKill}).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aRootlessContainerAndAHostProcessOfItsUserExchangeMessagesAndTheHostSeesTheContainerDie(String plugin,
+                                                                                                @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        exchangeThenKill(plugin, ownedByTheUser(shared), true);
+    }
+
+    /** The other direction: the host process gets {@code kill -9}, the container sees it die and reclaims its files. */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aRootlessContainerSeesAHostProcessOfItsUserDie(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        exchangeThenKill(plugin, ownedByTheUser(shared), false);
+    }
+
+    private static void exchangeThenKill(String plugin, Path shared, boolean killTheContainer) throws Exception {
+        ContainerTransportTest.exchangeThenKill(plugin, shared, Launcher.rootlessContainer(USER), Launcher.asUser(USER), killTheContainer,
+                (container, host) -> assertRootless(container.child().hello(), host.child().hello(), shared));
+    }
+
+    /**
+     * Regions of a host process imported in the container, and the container's in the host
+     * process, by their handles: each reads the other's pattern and writes its own, which the
+     * exporter reads; once both closed, the shared directory is empty.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aRootlessContainerAndAHostProcessOfItsUserImportEachOthersRegions(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        ownedByTheUser(shared);
+        try (RemotePeer container = RemotePeer.start(shared, Launcher.rootlessContainer(USER));
+             RemotePeer host = RemotePeer.start(shared, Launcher.asUser(USER))) {
+            assertRootless(container.child().hello(), host.child().hello(), shared);
+            container.open("transports=" + plugin);
+            host.open("transports=" + plugin);
+            container.pool(plugin);
+            host.pool(plugin);
+            long size = 1 << 20;
+            container.allocate("c", plugin, size);
+            host.allocate("h", plugin, size);
+            container.fill("c", 11);
+            host.fill("h", 12);
+
+            assertThat(container.importRegion("from-host", host.export("h"))).as("the host's region, imported in the container").isEqualTo(size);
+            assertThat(host.importRegion("from-container", container.export("c"))).as("the container's region, imported on the host")
+                    .isEqualTo(size);
+            container.assertPattern("from-host", 12);
+            host.assertPattern("from-container", 11);
+            container.fill("from-host", 21);
+            host.fill("from-container", 22);
+            host.assertPattern("h", 21);
+            container.assertPattern("c", 22);
+            Setup.report("%s rootless container (uid %d's namespace) <-> host process of uid %d: a 1 MiB region imported each way",
+                    plugin, USER, USER);
+
+            container.release("from-host");
+            host.release("from-container");
+            container.free("c");
+            host.free("h");
+            container.closeConduit();
+            host.closeConduit();
+            assertThat(container.exit()).as("the container's exit code").isZero();
+            assertThat(host.exit()).as("the host process's exit code").isZero();
+        }
+        assertThat(Setup.files(shared)).as("left in the shared directory once both closed").isEmpty();
+    }
+
+    /** The user's own directory, as a rootless container's volume is: {@code shared}, owned by {@link #USER}, {@code 0700}. */
+    private static Path ownedByTheUser(Path shared) throws IOException {
+        Files.setAttribute(shared, "unix:uid", USER);
+        Files.setAttribute(shared, "unix:gid", USER);
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwx------"));
+        return shared;
+    }
+
+    /**
+     * The container is root of a user namespace of its own, with its own other namespaces and its
+     * view of the directory; the host process is the same user, in this JVM's namespaces.
+     */
+    private static void assertRootless(Map<String, String> container, Map<String, String> host, Path shared) {
+        assertThat(container.get("uid")).as("the container's uid in its user namespace").isEqualTo("0");
+        assertThat(host.get("uid")).as("the host process's uid").isEqualTo(Integer.toString(USER));
+        assertThat(container.get("ns.user")).as("the container's user namespace").isNotEqualTo(CommandLoop.namespace("user"));
+        assertThat(host.get("ns.user")).as("the host process's user namespace").isEqualTo(CommandLoop.namespace("user"));
+        assertThat(container.get("hostname")).as("the container's hostname").isEqualTo(Launcher.Container.HOSTNAME)
+                .isNotEqualTo(CommandLoop.hostname());
+        assertThat(container.get("shared")).as("the container's CONDUIT_SHARED_DIR").isNotEqualTo(shared.toString());
+        assertThat(host.get("shared")).as("the host process's CONDUIT_SHARED_DIR").isEqualTo(shared.toString());
+        CommandLoop.namespaces().forEach((kind, ours) -> {
+            assertThat(container.get("ns." + kind)).as("the container's %s namespace", kind).isNotEqualTo(ours);
+            assertThat(host.get("ns." + kind)).as("the host process's %s namespace", kind).isEqualTo(ours);
+        });
+    }
+}
