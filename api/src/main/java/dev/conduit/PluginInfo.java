@@ -95,7 +95,10 @@ public record PluginInfo(String name, String version, String spiVersion, String 
         UNAVAILABLE,
         /** Compiled against an incompatible SPI version, or its metadata is invalid. */
         REFUSED,
-        /** Another plugin of the same name and a higher version, or of the same version found first, is used instead. */
+        /**
+         * Another plugin of the same name and a higher version, or of the same version found first, is in its place;
+         * if that one is refused or broken at the build, the best one it shadowed stands in for it instead.
+         */
         SHADOWED,
         /**
          * It could not be instantiated (also a plugin directory entry whose jars cannot be loaded), its metadata could

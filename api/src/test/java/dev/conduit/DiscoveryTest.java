@@ -265,6 +265,52 @@ class DiscoveryTest {
         }
     }
 
+    /**
+     * Shadowing is decided at discovery, before the build refuses a plugin (a key's variable is one
+     * of a plugin in use's) or breaks it (its checkConfig throws): the best one it shadowed then
+     * stands in for it, its keys declared and checked as any other's, and a stand-in refused or
+     * broken in turn leaves the name to the next. Until 2026-12-07 the lower versions stayed
+     * SHADOWED "by version 3.0.0", and no plugin of the name was usable though one would work.
+     */
+    @Test
+    void aShadowingPluginRefusedOrBrokenAtTheBuildLeavesItsNameToTheBestOneItShadowed() {
+        ConfigKey<Long> size = ConfigKey.integer("dup.size", 1, 0, 99, "Size.");
+        // dup-dax.path, found first and in use, claims CONDUIT_DUP_DAX_PATH, which dup.dax.path of version 3 has too.
+        TestPlugin dupDax = TestPlugin.named("dup-dax").configKeys(ConfigKey.string("dup-dax.path", null, "Path."));
+        List<Long> checkedSizes = new java.util.ArrayList<>();
+        TestPlugin oldest = TestPlugin.named("dup").version("1.0").description("oldest").configKeys(size);
+        TestPlugin works = TestPlugin.named("dup").version("1.5").description("works").configKeys(size)
+                .configCheck(c -> checkedSizes.add(c.get(size)));
+        TestPlugin broken = TestPlugin.named("dup").version("2.0").description("broken").configKeys(size).configCheck(c -> {
+            throw new IllegalStateException("rule table corrupt");
+        });
+        TestPlugin refused = TestPlugin.named("dup").version("3.0").description("refused")
+                .configKeys(size, ConfigKey.string("dup.dax.path", null, "Path."));
+        try (Conduit conduit = isolated().environment(Map.of("CONDUIT_DUP_SIZE", "7"))
+                .addPlugin(dupDax).addPlugin(oldest).addPlugin(refused).addPlugin(works).addPlugin(broken).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactlyInAnyOrder("dup", "dup-dax");
+            PluginInfo used = conduit.plugins().stream().filter(p -> p.name().equals("dup") && p.status() == Status.SELECTED)
+                    .findFirst().orElseThrow();
+            assertThat(used.description()).isEqualTo("works");
+            assertThat(used.configuration()).extracting(ConfigEntry::key, ConfigEntry::value)
+                    .containsExactly(tuple("dup.size", "7"));
+            assertThat(checkedSizes).containsExactly(7L);
+            assertThat(works.probes).hasValue(1);
+            assertThat(conduit.plugins()).filteredOn(p -> p.name().equals("dup"))
+                    .extracting(PluginInfo::version, PluginInfo::status).containsExactlyInAnyOrder(tuple("1.5.0", Status.SELECTED),
+                            tuple("3.0.0", Status.REFUSED), tuple("2.0.0", Status.BROKEN), tuple("1.0.0", Status.SHADOWED));
+            String origin = "added in code (" + TestPlugin.class.getName() + ")";
+            Map<String, String> reasons = new LinkedHashMap<>();
+            conduit.plugins().stream().filter(p -> p.name().equals("dup")).forEach(p -> reasons.put(p.version(), p.reason()));
+            assertThat(reasons.get("3.0.0")).contains("CONDUIT_DUP_DAX_PATH")
+                    .endsWith("; version 2.0.0 from " + origin + ", which it shadowed, stands in for it");
+            assertThat(reasons.get("2.0.0")).contains("rule table corrupt")
+                    .endsWith("; version 1.5.0 from " + origin + ", which it shadowed, stands in for it");
+            assertThat(reasons.get("1.0.0")).isEqualTo("shadowed by version 1.5.0 from " + origin);
+            assertThat(oldest.probes).hasValue(0);
+        }
+    }
+
     @Test
     void equalVersionsKeepTheFirstFound() {
         TestPlugin first = TestPlugin.named("dup").description("first");

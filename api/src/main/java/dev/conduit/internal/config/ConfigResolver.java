@@ -94,8 +94,15 @@ public final class ConfigResolver implements Config {
         declared.putIfAbsent(key.name(), new Declared(key, owner));
     }
 
+    /**
+     * Declares {@code keys} as owned by {@code owner}, whose keys are then read: a plugin that
+     * stands in for a refused or broken one of its name (PluginRegistry) leaves unread no more.
+     */
     public void declareAll(Collection<? extends ConfigKey<?>> keys, String owner) {
         keys.forEach(k -> declare(k, owner));
+        unreadPlugins.remove(owner);
+        whyUnread.remove(owner);
+        unreadKeys.values().removeIf(d -> d.owner().equals(owner));
     }
 
     @Override
@@ -147,6 +154,8 @@ public final class ConfigResolver implements Config {
 
     /** Forgets the keys {@code plugin} declared, and leaves settings under its name unread: it is not used ({@link #leaveUnread}). */
     public void forget(String plugin) {
+        // Their values too: a plugin that stands in for it may declare a key of one of their names with another type or check.
+        declared.values().stream().filter(d -> d.owner().equals(plugin)).forEach(d -> parsed.remove(d.key().name()));
         declared.values().removeIf(d -> d.owner().equals(plugin));
         leaveUnread(plugin);
     }

@@ -43,6 +43,10 @@ public final class PluginRecord {
     Throwable failure;
     /** Whether its config keys were declared to the configuration, so read and checked at the build (declareKeys). */
     boolean keysDeclared;
+    /** Of a SHADOWED one, the plugin of its name that shadows it; else null. */
+    PluginRecord shadowedBy;
+    /** Of a SHADOWED one, the EXCLUDED reason {@code transports} would give it if it stood in for its shadower; else null. */
+    String leftOut;
     /** The config keys it declared, as read once at discovery. */
     List<ConfigKey<?>> configKeys = List.of();
 

@@ -199,20 +199,72 @@ public final class PluginRegistry {
         for (PluginRecord r : records) {
             if (!r.isCandidate()) continue;
             PluginRecord current = best.get(r.name);
-            if (current == null) {
-                best.put(r.name, r);
-            } else if (r.version.compareTo(current.version) > 0) {
-                shadow(current, r);
-                best.put(r.name, r);
-            } else {
-                shadow(r, current);
-            }
+            if (current == null || r.version.compareTo(current.version) > 0) best.put(r.name, r);
+        }
+        // Each by the winner of its name: one shadowed before a higher version came was named as shadowed by the one between.
+        for (PluginRecord r : records) {
+            if (r.isCandidate() && best.get(r.name) != r) shadow(r, best.get(r.name));
         }
     }
 
     private static void shadow(PluginRecord loser, PluginRecord winner) {
         loser.status = Status.SHADOWED;
         loser.reason = "shadowed by version " + winner.version + " from " + winner.origin;
+        loser.shadowedBy = winner;
+    }
+
+    /**
+     * Lets the best plugin a refused or broken one shadowed stand in for it: shadowing is decided
+     * at discovery, before {@link #declareKeys} may refuse the winner (a key's variable is one of a
+     * plugin in use's) or {@link #checkConfig} break it, and until 2026-12-07 the others of its
+     * name stayed SHADOWED by a plugin nothing could use, though one of them would work. The
+     * stand-in (the higher version, the first found of equal ones) is left in or out as
+     * {@code transports} leaves its name ({@link #leaveOut}), and its keys are declared and checked
+     * as any other's; refused or broken in turn, it leaves the name to the next. The reason of the
+     * one it stands in for says so. Runs after {@link #checkConfig}'s own checks, so after
+     * {@link ConfigResolver#rejectUnknownBuilderKeys}: a builder key only the one stood in for
+     * declared is left unread, as that plugin's keys are.
+     */
+    private static void standIn(List<PluginRecord> records, ConfigResolver config) {
+        for (PluginRecord standIn = nextStandIn(records); standIn != null; standIn = nextStandIn(records)) {
+            PluginRecord out = standIn.shadowedBy;
+            out.reason += "; version " + standIn.version + " from " + standIn.origin + ", which it shadowed, stands in for it";
+            standIn.status = standIn.leftOut == null ? null : Status.EXCLUDED;
+            standIn.reason = standIn.leftOut == null ? "" : standIn.leftOut;
+            standIn.shadowedBy = null;
+            for (PluginRecord r : records) {
+                if (r.status == Status.SHADOWED && r.shadowedBy == out) shadow(r, standIn);
+            }
+            Map<String, Claim> variables = new LinkedHashMap<>();
+            Set<String> declared = new LinkedHashSet<>();
+            for (PluginRecord r : records) {
+                if (!r.keysDeclared) continue;
+                for (ConfigKey<?> k : r.configKeys) variables.put(k.environmentName(), new Claim(k, r));
+                declared.add(r.name);
+            }
+            declareKeys(standIn, variables, config, declared);
+            if (!standIn.keysDeclared) {
+                config.leaveUnread(standIn.name, standIn.configKeys, whyUnread(standIn));
+                continue;
+            }
+            ConfigException failed = config.validate().get(standIn.name);
+            if (failed != null) {
+                broken(standIn, failed.getMessage(), failed);
+                config.forget(standIn.name);
+            } else {
+                check(standIn, config);
+            }
+        }
+    }
+
+    /** The best SHADOWED plugin whose shadower is refused or broken, or null. */
+    private static PluginRecord nextStandIn(List<PluginRecord> records) {
+        PluginRecord best = null;
+        for (PluginRecord r : records) {
+            if (r.status != Status.SHADOWED || (r.shadowedBy.status != Status.REFUSED && r.shadowedBy.status != Status.BROKEN)) continue;
+            if (best == null || best.shadowedBy == r.shadowedBy && r.version.compareTo(best.version) > 0) best = r;
+        }
+        return best;
     }
 
     /**
@@ -244,13 +296,18 @@ public final class PluginRegistry {
         for (PluginRecord r : records) {
             if ((r.status == Status.REFUSED || r.status == Status.BROKEN || r.status == Status.EXCLUDED) && r.name != null
                     && PayloadReader.isName(r.name) && !declared.contains(r.name)) {
-                config.leaveUnread(r.name, r.configKeys, switch (r.status) {
-                    case EXCLUDED -> "left out by transports";
-                    case REFUSED -> "refused";
-                    default -> "broken";
-                });
+                config.leaveUnread(r.name, r.configKeys, whyUnread(r));
             }
         }
+    }
+
+    /** Why a plugin's keys are not read, as "which is ..." ends ({@link ConfigResolver#leaveUnread(String, Collection, String)}). */
+    private static String whyUnread(PluginRecord r) {
+        return switch (r.status) {
+            case EXCLUDED -> "left out by transports";
+            case REFUSED -> "refused";
+            default -> "broken";
+        };
     }
 
     /** The key of a plugin whose keys are declared that an environment variable sets. */
@@ -291,7 +348,8 @@ public final class PluginRegistry {
      * out. A check that throws anything but a {@link ConfigException} (a key's: anything but an
      * {@link IllegalArgumentException}) is a fault of the plugin, not of a value: it breaks that
      * plugin alone, whose reason names the check, the keys and where their values come from, and
-     * whose WARNING carries what was thrown.
+     * whose WARNING carries what was thrown. Then the best plugin a refused or broken one shadowed
+     * stands in for it ({@link #standIn}).
      */
     public static void checkConfig(List<PluginRecord> records, ConfigResolver config) {
         Map<String, ConfigException> failedChecks = config.validate();
@@ -303,34 +361,39 @@ public final class PluginRegistry {
             }
         }
         for (PluginRecord r : records) {
-            if (!r.keysDeclared) continue;
-            List<ConfigKey<?>> read = new ArrayList<>();
-            Config recording = new Config() {
-                @Override
-                public <T> T get(ConfigKey<T> key) {
-                    read.add(key);
-                    return config.get(key);
-                }
+            if (r.keysDeclared) check(r, config);
+        }
+        standIn(records, config);
+    }
 
-                @Override
-                public String sourceOf(ConfigKey<?> key) {
-                    return config.sourceOf(key);
-                }
-            };
-            try {
-                r.plugin.checkConfig(recording);
-            } catch (ConfigException e) {
-                throw e;
-            } catch (Throwable e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
-                CloseFailures.rethrowIfTheJvmsOwn(e);
-                // The keys it read, the last most likely the one it choked on: what a user may try other values of meanwhile.
-                String keys = read.stream().distinct().map(k -> k.name() + " (from " + config.sourceOf(k) + ")")
-                        .collect(Collectors.joining(", "));
-                broken(r, "its checkConfig threw " + e.getClass().getName() + " (" + ServiceDiscovery.describe(e) + ")"
-                        + (keys.isEmpty() ? " before reading any config key" : " after reading config keys " + keys)
-                        + ": a fault of the plugin, not of the values; report it to its author, or try other values", e);
-                config.forget(r.name);
+    /** Runs {@code r}'s {@link ConduitPlugin#checkConfig}: a {@link ConfigException} fails the build, anything else breaks {@code r}. */
+    private static void check(PluginRecord r, ConfigResolver config) {
+        List<ConfigKey<?>> read = new ArrayList<>();
+        Config recording = new Config() {
+            @Override
+            public <T> T get(ConfigKey<T> key) {
+                read.add(key);
+                return config.get(key);
             }
+
+            @Override
+            public String sourceOf(ConfigKey<?> key) {
+                return config.sourceOf(key);
+            }
+        };
+        try {
+            r.plugin.checkConfig(recording);
+        } catch (ConfigException e) {
+            throw e;
+        } catch (Throwable e) { // a checked one too, thrown undeclared (Kotlin, @SneakyThrows)
+            CloseFailures.rethrowIfTheJvmsOwn(e);
+            // The keys it read, the last most likely the one it choked on: what a user may try other values of meanwhile.
+            String keys = read.stream().distinct().map(k -> k.name() + " (from " + config.sourceOf(k) + ")")
+                    .collect(Collectors.joining(", "));
+            broken(r, "its checkConfig threw " + e.getClass().getName() + " (" + ServiceDiscovery.describe(e) + ")"
+                    + (keys.isEmpty() ? " before reading any config key" : " after reading config keys " + keys)
+                    + ": a fault of the plugin, not of the values; report it to its author, or try other values", e);
+            config.forget(r.name);
         }
     }
 
@@ -557,10 +620,16 @@ public final class PluginRegistry {
         String setting = setting(transports, source);
         for (PluginRecord r : records) {
             r.excludedByName = exclude && names.contains(r.name);
-            if (r.isCandidate() && names.contains(r.name) == exclude) {
-                r.status = Status.EXCLUDED;
-                r.reason = (exclude ? "excluded by " : "not named by ") + setting + ", so not probed; "
+            if ((r.isCandidate() || r.status == Status.SHADOWED) && names.contains(r.name) == exclude) {
+                String reason = (exclude ? "excluded by " : "not named by ") + setting + ", so not probed; "
                         + (exclude ? "take it out of that list" : "name it there") + " to use it";
+                // A shadowed one keeps it for when it stands in for its shadower (standIn).
+                if (r.isCandidate()) {
+                    r.status = Status.EXCLUDED;
+                    r.reason = reason;
+                } else {
+                    r.leftOut = reason;
+                }
             }
         }
         return exclude ? List.of() : names;
