@@ -13,6 +13,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Function;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -39,6 +40,8 @@ class ConfigKeysDocumentedTest {
     /** The table cells: a '|' escaped as "\|" belongs to a cell. */
     private static final Pattern CELL_SEPARATOR = Pattern.compile("(?<!\\\\)\\|");
     private static final Pattern PREFIX = Pattern.compile("`([a-z][a-z0-9-]*\\.)`");
+    /** A code span that sets a {@code conduit.} system property: group 1 is the key. */
+    private static final Pattern SYSTEM_PROPERTY_SET = Pattern.compile("`-Dconduit\\.([a-z0-9.-]+)=");
 
     /** One row of a key table. */
     private record Row(String document, int line, String key, String environment, String defaultCell) {
@@ -100,6 +103,33 @@ class ConfigKeysDocumentedTest {
                         entry.key(), row.where(), row.defaultCell()).isEqualTo(declared.get(entry.key()).value());
             }
         }
+    }
+
+    /**
+     * Every system property a document gives to set (a code span {@code -Dconduit.K=...}) is a
+     * key: a {@code conduit.*} property that is none is warned about as unknown by every Conduit
+     * built from the JVM's properties. Until 2026-12-07 the fuzz module's switch was
+     * {@code -Dconduit.fuzz=0}, which surefire passes on to the test JVM.
+     */
+    @Test
+    void everySystemPropertyTheDocumentsSetIsADeclaredKey() throws IOException {
+        Set<String> declared;
+        try (Conduit conduit = Loading.isolatedBuilder().build()) {
+            declared = conduit.configuration().stream().map(ConfigEntry::key).collect(Collectors.toSet());
+        }
+        List<String> notKeys = new ArrayList<>();
+        for (Path document : ProjectDocuments.all()) {
+            List<String> lines = Files.readAllLines(document);
+            for (int i = 0; i < lines.size(); i++) {
+                Matcher m = SYSTEM_PROPERTY_SET.matcher(lines.get(i));
+                while (m.find()) {
+                    if (!declared.contains(m.group(1))) {
+                        notKeys.add("conduit." + m.group(1) + " at " + ProjectDocuments.ROOT.relativize(document) + ":" + (i + 1));
+                    }
+                }
+            }
+        }
+        assertThat(notKeys).as("system properties the documents set that are no configuration key: name them outside 'conduit.'").isEmpty();
     }
 
     /** The rows of every key table in {@code document}, one per key a row names. */
