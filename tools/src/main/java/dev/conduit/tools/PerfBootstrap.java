@@ -598,8 +598,7 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      */
     private static String refusedRead(Path file) {
         Object owner = uidOf(file);
-        // /proc/self is owned by the process's effective uid.
-        Object self = uidOf(Path.of("/proc/self"));
+        Object self = selfUid();
         // In a container's own user namespace the uids are the namespace's: the host's are what the remedy needs, and a
         // file showing the overflow uid may be any user the namespace does not map.
         UserNamespace namespace = UserNamespace.current();
@@ -617,6 +616,22 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 + "connect only within one user: run the client as the server's user (a container as the host process's uid: docker run "
                 + "--user \"$(id -u):$(id -g)\")" + (namespace.isNested() ? "; a container with a user namespace of its own (rootless, "
                 + "userns-remap) runs as the host uid its uid_map takes its user to" : "");
+    }
+
+    /**
+     * Whether {@code file}, a bootstrap file, belongs to another user than this process: its
+     * server runs as that user, and refuses this process's workers whether it runs or not (workers
+     * connect only within one user). False when either owner cannot be told.
+     */
+    static boolean ofAnotherUser(Path file) {
+        Object owner = uidOf(file);
+        Object self = selfUid();
+        return owner != null && self != null && !owner.equals(self);
+    }
+
+    /** This process's effective uid, which owns /proc/self, or null when it cannot be read. */
+    private static Object selfUid() {
+        return uidOf(Path.of("/proc/self"));
     }
 
     /** The uid that owns {@code path}, or null when it cannot be read. */

@@ -381,7 +381,9 @@ final class PerfCommand implements Callable<Integer> {
                 // server that evidently runs here (it may have refused for another reason: no transport in common).
                 boolean runsHere = bootstrap.host().equals(hostName())
                         && ProcessHandle.of(bootstrap.pid()).map(ProcessHandle::isAlive).orElse(false);
-                if (file == null || runsHere) throw e;
+                // Another user's server refuses this client's workers whether it runs or not, which the error says with both
+                // uids and the remedy: "may be gone ... start one" sent a container's root client to start a server beside it.
+                if (file == null || runsHere || PerfBootstrap.ofAnotherUser(file)) throw e;
                 throw new ConduitException(e.getMessage() + ". The server that published " + file + " (pid " + bootstrap.pid() + " on "
                         + bootstrap.host() + ") may be gone: a server that was killed leaves its file, which a new --server replaces "
                         + "(the lock the server held on it went with it). If none runs, start one", e);

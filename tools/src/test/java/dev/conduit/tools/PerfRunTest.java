@@ -1238,6 +1238,34 @@ class PerfRunTest {
     }
 
     /**
+     * A client that reads another user's server's bootstrap file (a root client: a container run
+     * as root beside a host server) is refused by the server's lease, whose error names both uids
+     * and the remedy: the server runs, so the client does not call it gone. It added "may be gone
+     * ... If none runs, start one" wherever the server's pid could not be checked (another host
+     * name or PID namespace: a container), sending the user to start a server beside the live one.
+     * The server runs as uid 65534 under a host name of its own, reading what it runs from (this
+     * build's directories) by CAP_DAC_READ_SEARCH alone.
+     */
+    @Test
+    void aClientRefusedByTheLeaseOfAnotherUsersServerDoesNotCallItGone() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-user");
+        assertThat(new ProcessBuilder("chmod", "1777", shared.toString()).start().waitFor()).isZero();
+        try (ServerProcess server = ServerProcess.through(List.of("unshare", "--uts", "sh", "-c", "hostname perf-other-user && exec "
+                + "setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=+dac_read_search --ambient-caps=+dac_read_search -- "
+                + "\"$@\"", "sh"), shared, "--name", "other")) {
+            server.await(Pattern.compile("published "));
+
+            Result result = run("perf", "--connect", "--shared-dir", shared.toString(), "--name", "other", "am_lat", "-n", "10",
+                    "--timeout", "5s");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).contains("belongs to uid 65534").contains("workers connect only within one user")
+                    .doesNotContain("may be gone").doesNotContain("start one");
+            assertThat(server.process().isAlive()).isTrue();
+        }
+    }
+
+    /**
      * A client of another user than the server (a container not run as the host process's uid)
      * cannot read the server's {@code 0600} bootstrap file: it says whose file it is, which user it
      * runs as, and to run both as one user. It used to say only "cannot read <file>:
@@ -1453,7 +1481,13 @@ class PerfRunTest {
 
         /** Starts {@code conduit perf --server --shared-dir shared args} in an existing directory, which its close removes. */
         static ServerProcess in(Path shared, String... args) throws IOException {
-            List<String> command = new ArrayList<>(PerfPeer.javaCommand());
+            return through(List.of(), shared, args);
+        }
+
+        /** As {@link #in}, the server run through {@code wrapper}, which ends by executing it (its pid is the server's). */
+        static ServerProcess through(List<String> wrapper, Path shared, String... args) throws IOException {
+            List<String> command = new ArrayList<>(wrapper);
+            command.addAll(PerfPeer.javaCommand());
             command.addAll(List.of("perf", "--server", "--shared-dir", shared.toString()));
             command.addAll(List.of(args));
             Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
