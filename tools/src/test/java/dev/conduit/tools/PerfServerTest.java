@@ -740,12 +740,13 @@ class PerfServerTest {
      */
     @Test
     void theIdlePeersMessagesAfterTheWelcomeKeepTheSessionFromTheSilentClientsTimeout() throws Exception {
-        withKeepServer("a client connecting idle peers", Duration.ofSeconds(2), (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
+        withKeepServer("a client connecting idle peers", Duration.ofSeconds(3), (shared, clientConduit, bootstrap, serverErr, serverSaid) -> {
             List<Worker> idle = new ArrayList<>();
             try (Session session = new Session(clientConduit, bootstrap, serverSaid)) {
                 session.hello();
-                // 8 PEERs 0.5 s apart: 4 s after the WELCOME in all, twice the server's --timeout.
-                for (int i = 0; i < 8; i++) {
+                // 10 PEERs 0.5 s apart: 5 s after the WELCOME in all, 2 s past the server's --timeout, and each 2.5 s within
+                // it: margins a loaded machine's stalls do not close either way.
+                for (int i = 0; i < 10; i++) {
                     Worker peer = clientConduit.newWorker(ThreadMode.SINGLE);
                     idle.add(peer);
                     Endpoint e = peer.connect(WorkerAddress.fromBytes(bootstrap.address()));
