@@ -28,12 +28,12 @@ public sealed interface Launcher {
      * {@code /tmp}. Needs {@code unshare} (util-linux) and root, as in CI.
      */
     static Launcher container() {
-        return new Container(Container.HOSTNAME, false, OptionalInt.empty());
+        return new Container(Container.HOSTNAME, false, OptionalInt.empty(), false);
     }
 
     /** {@link #container()} with the shared directory bind-mounted read-only, as {@code docker run -v DIR:DIR:ro} does. */
     static Launcher readOnlyContainer() {
-        return new Container(Container.HOSTNAME, true, OptionalInt.empty());
+        return new Container(Container.HOSTNAME, true, OptionalInt.empty(), false);
     }
 
     /**
@@ -46,7 +46,20 @@ public sealed interface Launcher {
      * {@code kernel.apparmor_restrict_unprivileged_userns=0}): without either it fails, naming them.
      */
     static Launcher rootlessContainer(int uid) {
-        return new Container(Container.HOSTNAME, false, OptionalInt.of(uid));
+        return new Container(Container.HOSTNAME, false, OptionalInt.of(uid), false);
+    }
+
+    /**
+     * Rootless podman's {@code --userns=keep-id}: a {@link #rootlessContainer(int)} whose JVM runs as
+     * {@code uid} inside the container too, not as its root. Once the container's root made the
+     * hostname and the bind mount, the wrapper execs {@code unshare --user --map-user=UID
+     * --map-group=UID}, a user namespace nested in the container's that maps {@code uid} to the
+     * container's root, which is host user {@code uid}: each side then sees the other's files and
+     * socket credentials as {@code uid}, where under {@link #rootlessContainer(int)} the container
+     * sees them as its uid 0. Needs what {@link #rootlessContainer(int)} needs.
+     */
+    static Launcher keepIdContainer(int uid) {
+        return new Container(Container.HOSTNAME, false, OptionalInt.of(uid), true);
     }
 
     /**
@@ -114,9 +127,12 @@ public sealed interface Launcher {
      * <p>With {@code rootlessUid}, {@code setpriv} runs unshare as that host user (setpriv execs
      * unshare: the tree is the same) and unshare first makes a user namespace that maps its root to
      * that user ({@code --user --map-root-user}), which owns the other namespaces, so that the
-     * hostname and the bind mounts are root's there; the mount point belongs to that user.
+     * hostname and the bind mounts are root's there; the mount point belongs to that user. With
+     * {@code keepId} the wrapper execs {@code unshare --user --map-user=UID --map-group=UID}, which
+     * execs java as that uid in a nested user namespace: java keeps the pid that sh had, so the tree
+     * and what a signal reaches are the same.
      */
-    record Container(String hostname, boolean readOnly, OptionalInt rootlessUid) implements Launcher {
+    record Container(String hostname, boolean readOnly, OptionalInt rootlessUid, boolean keepId) implements Launcher {
         public static final String HOSTNAME = "conduit-container";
 
         /** $1 hostname, $2 mount options (rw or ro), $3 host directory, $4 mount point; then the java command line. */
@@ -138,6 +154,10 @@ public sealed interface Launcher {
             command.addAll(List.of("--pid", "--ipc", "--uts", "--mount", "--net", "--fork", "--mount-proc", "--kill-child",
                     "sh", "-c", WRAPPER, "conduit-container-wrapper",
                     hostname, readOnly ? "ro" : "rw", hostSharedDirectory.toString(), childSharedDirectory.toString()));
+            if (keepId) {
+                int uid = rootlessUid.orElseThrow();
+                command.addAll(List.of(unshare(), "--user", "--map-user=" + uid, "--map-group=" + uid));
+            }
             command.addAll(rootlessUid.isPresent() ? OtherUser.readable(java) : java);
             return command;
         }
@@ -193,7 +213,8 @@ public sealed interface Launcher {
         @Override
         public String toString() {
             return "container(" + hostname + (readOnly ? ", shared directory read-only" : "")
-                    + (rootlessUid.isPresent() ? ", rootless: uid " + rootlessUid.getAsInt() + " in a user namespace of its own" : "") + ")";
+                    + (rootlessUid.isPresent() ? ", rootless: uid " + rootlessUid.getAsInt() + " in a user namespace of its own" : "")
+                    + (keepId ? ", keep-id: running as that uid inside it" : "") + ")";
         }
     }
 }

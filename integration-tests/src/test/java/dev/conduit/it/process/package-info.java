@@ -15,6 +15,8 @@
  *       under {@code /tmp}; the javadoc of {@link dev.conduit.it.process.Launcher.Container} says
  *       which process a signal reaches. {@code rootlessContainer(uid)}: the same, started by
  *       host user {@code uid} in a user namespace of its own whose root is {@code uid};
+ *       {@code keepIdContainer(uid)}: that container with its JVM running as {@code uid} inside it
+ *       too (podman's {@code --userns=keep-id});
  *       {@code asUser(uid)}: a direct child as that user, the host side of such a container.</li>
  *   <li>{@link dev.conduit.it.process.CommandLoop} — the child's side of the line protocol, with
  *       the {@code READY} line (pid, uid, hostname, shared directory, loading, namespaces).</li>

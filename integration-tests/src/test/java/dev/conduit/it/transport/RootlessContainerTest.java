@@ -6,7 +6,7 @@ import dev.conduit.it.process.Launcher;
 import dev.conduit.it.process.RemotePeer;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -24,7 +24,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * namespaces, the shared directory bind-mounted at another path), the host's under
  * {@link Launcher#asUser(int)} as the same host uid, in the host's namespaces: neither is root on
  * the host. Each sees the other's files as its own user's (the container as its uid 0), so no
- * {@code *.allowed.uids} or {@code *.trusted.uids} key is set. The shared directory belongs to that
+ * {@code *.allowed.uids} or {@code *.trusted.uids} key is set. Each test runs also with the
+ * container as podman's {@code --userns=keep-id} makes it ({@link Launcher#keepIdContainer(int)}):
+ * its JVM runs as uid {@value #USER} inside the container too, and sees the host's files and
+ * socket credentials as that uid, not as its root's. The shared directory belongs to that
  * user, {@code 0700}. Runs in CI, as root (to start processes as that user), with user namespaces
  * open to that user; without them it fails, naming the settings, never skips.
  */
@@ -41,23 +44,24 @@ class RootlessContainerTest {
      * ({@link ContainerTransportTest#exchangeThenKill}).
      */
     @ParameterizedTest
-    @ValueSource(strings = {"memfd", "posix"})
-    void aRootlessContainerAndAHostProcessOfItsUserExchangeMessagesAndTheHostSeesTheContainerDie(String plugin,
+    @CsvSource({"memfd, ROOT_OF_ITS_NAMESPACE", "posix, ROOT_OF_ITS_NAMESPACE", "memfd, KEEP_ID", "posix, KEEP_ID"})
+    void aRootlessContainerAndAHostProcessOfItsUserExchangeMessagesAndTheHostSeesTheContainerDie(String plugin, ContainerUser user,
                                                                                                 @TempDir(factory = ShmDir.class) Path shared)
             throws Exception {
-        exchangeThenKill(plugin, ownedByTheUser(shared), true);
+        exchangeThenKill(plugin, user, ownedByTheUser(shared), true);
     }
 
     /** The other direction: the host process gets {@code kill -9}, the container sees it die and reclaims its files. */
     @ParameterizedTest
-    @ValueSource(strings = {"memfd", "posix"})
-    void aRootlessContainerSeesAHostProcessOfItsUserDie(String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
-        exchangeThenKill(plugin, ownedByTheUser(shared), false);
+    @CsvSource({"memfd, ROOT_OF_ITS_NAMESPACE", "posix, ROOT_OF_ITS_NAMESPACE", "memfd, KEEP_ID", "posix, KEEP_ID"})
+    void aRootlessContainerSeesAHostProcessOfItsUserDie(String plugin, ContainerUser user, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        exchangeThenKill(plugin, user, ownedByTheUser(shared), false);
     }
 
-    private static void exchangeThenKill(String plugin, Path shared, boolean killTheContainer) throws Exception {
-        ContainerTransportTest.exchangeThenKill(plugin, shared, Launcher.rootlessContainer(USER), Launcher.asUser(USER), killTheContainer,
-                (container, host) -> assertRootless(container.child().hello(), host.child().hello(), shared));
+    private static void exchangeThenKill(String plugin, ContainerUser user, Path shared, boolean killTheContainer) throws Exception {
+        ContainerTransportTest.exchangeThenKill(plugin, shared, user.launcher(), Launcher.asUser(USER), killTheContainer,
+                (container, host) -> assertRootless(user, container.child().hello(), host.child().hello(), shared));
     }
 
     /**
@@ -66,13 +70,13 @@ class RootlessContainerTest {
      * exporter reads; once both closed, the shared directory is empty.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"memfd", "posix"})
-    void aRootlessContainerAndAHostProcessOfItsUserImportEachOthersRegions(String plugin, @TempDir(factory = ShmDir.class) Path shared)
-            throws Exception {
+    @CsvSource({"memfd, ROOT_OF_ITS_NAMESPACE", "posix, ROOT_OF_ITS_NAMESPACE", "memfd, KEEP_ID", "posix, KEEP_ID"})
+    void aRootlessContainerAndAHostProcessOfItsUserImportEachOthersRegions(String plugin, ContainerUser user,
+                                                                          @TempDir(factory = ShmDir.class) Path shared) throws Exception {
         ownedByTheUser(shared);
-        try (RemotePeer container = RemotePeer.start(shared, Launcher.rootlessContainer(USER));
+        try (RemotePeer container = RemotePeer.start(shared, user.launcher());
              RemotePeer host = RemotePeer.start(shared, Launcher.asUser(USER))) {
-            assertRootless(container.child().hello(), host.child().hello(), shared);
+            assertRootless(user, container.child().hello(), host.child().hello(), shared);
             container.open("transports=" + plugin);
             host.open("transports=" + plugin);
             container.pool(plugin);
@@ -92,8 +96,8 @@ class RootlessContainerTest {
             host.fill("from-container", 22);
             host.assertPattern("h", 21);
             container.assertPattern("c", 22);
-            Setup.report("%s rootless container (uid %d's namespace) <-> host process of uid %d: a 1 MiB region imported each way",
-                    plugin, USER, USER);
+            Setup.report("%s rootless container (uid %d's namespace, its JVM there as uid %s) <-> host process of uid %d: a 1 MiB region "
+                    + "imported each way", plugin, USER, user.uidInside(), USER);
 
             container.release("from-host");
             host.release("from-container");
@@ -115,12 +119,29 @@ class RootlessContainerTest {
         return shared;
     }
 
+    /** Whom the container's JVM runs as, in the container. */
+    enum ContainerUser {
+        /** Its root, host user {@link #USER} ({@code unshare --map-root-user}, podman's default). */
+        ROOT_OF_ITS_NAMESPACE,
+        /** {@link #USER} itself, as podman's {@code --userns=keep-id} runs it. */
+        KEEP_ID;
+
+        Launcher launcher() {
+            return this == KEEP_ID ? Launcher.keepIdContainer(USER) : Launcher.rootlessContainer(USER);
+        }
+
+        String uidInside() {
+            return this == KEEP_ID ? Integer.toString(USER) : "0";
+        }
+    }
+
     /**
-     * The container is root of a user namespace of its own, with its own other namespaces and its
-     * view of the directory; the host process is the same user, in this JVM's namespaces.
+     * The container's JVM is {@code user} of a user namespace of its own, with its own other
+     * namespaces and its view of the directory; the host process is host user {@link #USER}, in
+     * this JVM's namespaces.
      */
-    private static void assertRootless(Map<String, String> container, Map<String, String> host, Path shared) {
-        assertThat(container.get("uid")).as("the container's uid in its user namespace").isEqualTo("0");
+    private static void assertRootless(ContainerUser user, Map<String, String> container, Map<String, String> host, Path shared) {
+        assertThat(container.get("uid")).as("the container's uid in its user namespace").isEqualTo(user.uidInside());
         assertThat(host.get("uid")).as("the host process's uid").isEqualTo(Integer.toString(USER));
         assertThat(container.get("ns.user")).as("the container's user namespace").isNotEqualTo(CommandLoop.namespace("user"));
         assertThat(host.get("ns.user")).as("the host process's user namespace").isEqualTo(CommandLoop.namespace("user"));
