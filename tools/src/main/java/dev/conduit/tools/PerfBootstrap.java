@@ -413,6 +413,25 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     }
 
     /**
+     * Whether a process holds the lock on {@code file}, as its server does while it runs: also in another PID namespace or
+     * under another host name (a container's), where its pid says nothing. False when the file cannot be opened (gone,
+     * not a regular file, not this user's to open) or nobody holds its lock: not known to run.
+     */
+    static boolean heldByItsServer(Path file) {
+        Path absolute = file.toAbsolutePath().normalize();
+        // Never opened when a server of this JVM holds it: closing a descriptor of the file would drop that server's lock.
+        if (PUBLISHED_HERE.containsKey(absolute)) return true;
+        try (SharedDirectory directory = SharedDirectory.open(Linux.libc(), absolute.getParent(), "--shared-dir");
+             FileDescriptor regular = directory.openRegularFile(absolute.getFileName().toString(), OpenFlags.O_RDONLY,
+                     "perf bootstrap file", "a perf server's bootstrap file is a regular file");
+             FileChannel channel = FileChannel.open(Path.of("/proc/self/fd/" + regular.fd()), StandardOpenOption.READ)) {
+            return channel.tryLock(0, Long.MAX_VALUE, true) == null; // a shared lock: refused while the server holds its own
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
+    }
+
+    /**
      * Whether the worker that {@code bootstrap} names holds its lease in {@code directory} (the server's shared directory,
      * where its worker's lease is) over memfd or posix: its server runs though its file is not locked, as a server of a
      * Conduit before 2026-12-04 never locked it. A new server of a rolling upgrade took such a live server's file for a

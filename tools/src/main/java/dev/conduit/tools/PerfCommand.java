@@ -377,13 +377,15 @@ final class PerfCommand implements Callable<Integer> {
             try {
                 run = measure(c, bootstrap, plan, how, e -> e, out, err);
             } catch (PerfClient.ServerUnreachable e) {
-                // Only a hint: a pid says nothing across PID namespaces, so it is trusted only to hold the advice back from a
-                // server that evidently runs here (it may have refused for another reason: no transport in common).
+                // Only a hint, held back from a server that evidently runs (it refused for another reason: no transport in
+                // common, a security module): one that holds the lock on its file, which a server in a container does too, or
+                // one whose pid runs here (a server of a Conduit before 2026-12-04 locked nothing). A pid says nothing across
+                // PID namespaces, so it alone sent a container's client to start a server beside a live one.
                 boolean runsHere = bootstrap.host().equals(hostName())
                         && ProcessHandle.of(bootstrap.pid()).map(ProcessHandle::isAlive).orElse(false);
                 // Another user's server refuses this client's workers whether it runs or not, which the error says with both
                 // uids and the remedy: "may be gone ... start one" sent a container's root client to start a server beside it.
-                if (file == null || runsHere || PerfBootstrap.ofAnotherUser(file)) throw e;
+                if (file == null || runsHere || PerfBootstrap.ofAnotherUser(file) || PerfBootstrap.heldByItsServer(file)) throw e;
                 throw new ConduitException(e.getMessage() + ". The server that published " + file + " (pid " + bootstrap.pid() + " on "
                         + bootstrap.host() + ") may be gone: a server that was killed leaves its file, which a new --server replaces "
                         + "(the lock the server held on it went with it). If none runs, start one", e);

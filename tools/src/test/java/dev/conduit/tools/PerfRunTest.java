@@ -1224,6 +1224,28 @@ class PerfRunTest {
     }
 
     /**
+     * The same with the server under a host name of its own (a container's, where its pid says
+     * nothing either): the lock it holds on its bootstrap file, which the client tries, shows it runs.
+     * The client said it "may be gone ... If none runs, start one" wherever it could not check the
+     * server's pid, also where the server was refused by a security module, not gone.
+     */
+    @Test
+    void aClientThatCannotConnectToARunningServerUnderAnotherHostNameDoesNotCallItGone() throws Exception {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-elsewhere");
+        try (ServerProcess server = ServerProcess.through(List.of("unshare", "--uts", "sh", "-c", "hostname perf-elsewhere && exec \"$@\"",
+                "sh"), shared, "--name", "elsewhere", "-t", "memfd")) {
+            server.await(Pattern.compile("published "));
+
+            Result result = run("perf", "--connect", "--shared-dir", shared.toString(), "--name", "elsewhere", "-t", "posix",
+                    "am_lat", "-n", "10", "--timeout", "5s");
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).contains("no transport in common").doesNotContain("may be gone").doesNotContain("start one");
+            assertThat(server.process().isAlive()).isTrue();
+        }
+    }
+
+    /**
      * Over a TCP bootstrap there is no file to name: a client that cannot connect to the worker the
      * bootstrap names says why, and gives no advice about a file it never read.
      */
