@@ -418,8 +418,13 @@ final class MemfdProvider implements MemoryProvider {
     public synchronized void free(Chunk chunk) {
         if (closed && chunk instanceof MemfdChunk own && own.provider() == this) return;
         MemfdChunk memfdChunk = live(chunk, "free");
-        release(memfdChunk);
-        chunks.remove(memfdChunk);
+        try {
+            release(memfdChunk);
+        } finally {
+            // Unmapped, the chunk is gone whatever the memfd's close said (the descriptor is closed all the same): kept, every
+            // later free and the close met its closed arena ("Already closed"), which the runtime takes for a busy chunk.
+            if (!memfdChunk.arena().scope().isAlive()) chunks.remove(memfdChunk);
+        }
     }
 
     private void release(MemfdChunk chunk) {

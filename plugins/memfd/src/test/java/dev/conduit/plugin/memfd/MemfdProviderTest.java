@@ -1,6 +1,7 @@
 package dev.conduit.plugin.memfd;
 
 import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
@@ -237,6 +238,27 @@ class MemfdProviderTest {
             assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a live chunk");
             assertThatThrownBy(() -> provider.export(chunk)).isInstanceOf(IllegalArgumentException.class);
         }
+    }
+
+    /**
+     * A free that unmapped the chunk and then failed to close its memfd (EBADF: code of this process
+     * closed the number behind its back) leaves nothing of the chunk to free: it was kept as live,
+     * and every later free, export and the provider's close then met its closed arena, the free and
+     * the close with "Already closed", an IllegalStateException the runtime takes for a busy chunk
+     * to free again.
+     */
+    @Test
+    void aFreeWhoseMemfdCloseFailsAfterTheUnmapLeavesNoChunkToFreeAgain() {
+        MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
+        Chunk chunk = provider.allocate(SIZE);
+        provider.export(chunk);
+        FileDescriptor.adopt(((MemfdChunk) chunk).memfd().fd(), "the chunk's memfd, closed behind its back").close();
+
+        assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(ErrnoException.class).hasMessageContaining("EBADF");
+        assertThatThrownBy(() -> chunk.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a live chunk");
+        assertThatThrownBy(() -> provider.export(chunk)).isInstanceOf(IllegalArgumentException.class);
+        provider.close();
     }
 
     /**
