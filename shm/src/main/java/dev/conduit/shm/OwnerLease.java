@@ -113,11 +113,6 @@ public final class OwnerLease implements AutoCloseable {
                         + e.getMessage() + "); " + directory.creationRemedy(e), e);
             }
             try {
-                try {
-                    libc.fchmod(fd, 0600); // whatever the umask: a lease its owner's user cannot read could not be judged by peers
-                } catch (ErrnoException modesNotKept) {
-                    // A file system without modes (vfat, say) refuses it; there the umask does not apply either.
-                }
                 if (tryLockPending(libc, directory, fd, pending)) {
                     // Through the directory's descriptor, as every other file of it: by path, a directory whose path is
                     // longer than PATH_MAX, which opens, failed here with ENAMETOOLONG.

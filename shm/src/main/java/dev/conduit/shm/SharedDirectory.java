@@ -171,9 +171,20 @@ public final class SharedDirectory implements AutoCloseable {
         return fd;
     }
 
-    /** Creates {@code name} (a single path segment), {@code 0600}, failing if anything by that name exists. */
+    /**
+     * Creates {@code name} (a single path segment), {@code 0600} whatever the umask, failing if anything by that name
+     * exists.
+     */
     public FileDescriptor createExclusive(String name) {
-        return libc.openBeneath(fd, name, CREATE, 0600);
+        FileDescriptor created = libc.openBeneath(fd, name, CREATE, 0600);
+        try {
+            // A umask that takes the owner's bits (0277 leaves 0400) would have this user's peers refused their read-write
+            // open of a chunk or queue, and its lease unjudgeable.
+            libc.fchmod(created, 0600);
+        } catch (ErrnoException modesNotKept) {
+            // A file system without modes (vfat, say) refuses it; there the umask does not apply either.
+        }
+        return created;
     }
 
     /**

@@ -62,6 +62,33 @@ class SharedDirectoryTest {
     }
 
     /**
+     * What is created is 0600 also under a umask that takes more than group and others' bits (0277
+     * left 0400): a posix chunk or queue its own user's peers then could not open read-write
+     * (EACCES), and the importer's remedy said its mode "changed since".
+     */
+    @Test
+    void whatIsCreatedIs0600WhateverTheUmask() throws IOException {
+        Libc real = Linux.libc();
+        // The kernel takes the umask's bits from open's mode; a umask of 0277, played here, since this test's module may not
+        // call umask(2) itself (no native access) and the process's umask is every thread's.
+        Libc underUmask0277 = (Libc) Proxy.newProxyInstance(
+                Libc.class.getClassLoader(), new Class<?>[] {Libc.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("openBeneath")) args[3] = (Integer) args[3] & ~0277;
+                    try {
+                        return method.invoke(real, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        try (SharedDirectory directory = SharedDirectory.open(underUmask0277, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
+            directory.createExclusive("under-umask-0277").close();
+        }
+        assertThat(Files.getPosixFilePermissions(shared.resolve("under-umask-0277"), LinkOption.NOFOLLOW_LINKS))
+                .isEqualTo(PosixFilePermissions.fromString("rw-------"));
+    }
+
+    /**
      * A shared.dir that names a file (or passes through one) fails with ENOTDIR, whose remedy is a
      * directory in its place; it said "create it, make it readable and writable for this user",
      * which a file there prevents.
