@@ -288,7 +288,11 @@ class ContainerTransportTest {
         Map<String, String> hello = container.child().hello();
         assertThat(hello.get("hostname")).as("the container's hostname").isEqualTo(Launcher.Container.HOSTNAME)
                 .isNotEqualTo(CommandLoop.hostname());
-        assertThat(hello.get("shared")).as("the container's CONDUIT_SHARED_DIR").isNotEqualTo(shared.toString());
-        assertThat(hello.get("ns.pid")).as("the container's PID namespace").isNotEqualTo(CommandLoop.namespaces().get("pid"));
+        assertThat(hello.get("shared")).as("the container's CONDUIT_SHARED_DIR")
+                .isEqualTo(container.child().sharedDirectory().toString()).isNotEqualTo(shared.toString());
+        // Every namespace the launcher makes, not only the PID one: a launcher that left the container in the host's IPC
+        // namespace passed here until 2026-12-07, and so did any transport that relied on SysV or POSIX IPC across it.
+        CommandLoop.namespaces().forEach((kind, ours) -> assertThat(hello.get("ns." + kind)).as("the container's %s namespace", kind)
+                .isNotNull().isNotEqualTo(ours));
     }
 }
