@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.LockSupport;
 
 import static dev.conduit.plugin.verbs.VerbsAbi.*;
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
@@ -672,9 +673,11 @@ final class FfmVerbs implements Verbs {
         private final String device;
         private final MemorySegment channel;
         private final int fd;
-        private final MemorySegment capture = Arena.ofAuto().allocate(CAPTURE_LAYOUT);
-        private final MemorySegment eventQueue = Arena.ofAuto().allocate(ADDRESS);
-        private final MemorySegment eventContext = Arena.ofAuto().allocate(ADDRESS);
+        /** What taking an event passes: closed once no call is under way, as the close begins ({@link #closeWhenIdle}). */
+        private final Arena arena = Arena.ofShared();
+        private final MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
+        private final MemorySegment eventQueue = arena.allocate(ADDRESS);
+        private final MemorySegment eventContext = arena.allocate(ADDRESS);
         private boolean closed;
 
         FfmCompletionChannel(String device, MemorySegment channel, int fd) {
@@ -702,15 +705,17 @@ final class FfmVerbs implements Verbs {
                 ackCqEvents.invokeExact(capture, eventQueue.get(ADDRESS, 0), 1);
                 return true;
             } catch (Throwable t) {
-                throw propagate(t);
+                throw propagate(t, arena, device + " completion channel");
             }
         }
 
+        /** Waits for an event being taken on another thread, and takes none after: see {@link #closeWhenIdle}. */
         @Override
         public synchronized void close() {
             if (closed) {
                 return;
             }
+            closeWhenIdle(arena);
             checked("ibv_destroy_comp_channel", device, destroyCompChannel, channel);
             closed = true;
         }
@@ -756,7 +761,7 @@ final class FfmVerbs implements Verbs {
                 }
                 return n;
             } catch (Throwable t) {
-                throw propagate(t);
+                throw propagate(t, arena, device + " cq");
             }
         }
 
@@ -768,23 +773,23 @@ final class FfmVerbs implements Verbs {
                     throw new ErrnoException("ibv_req_notify_cq", errnoOf(rc, capture), device, device + " cq, 0");
                 }
             } catch (Throwable t) {
-                throw propagate(t);
+                throw propagate(t, arena, device + " cq");
             }
         }
 
-        /** Its arena (what polling reads and writes) is freed only with the queue: a failed destroy leaves it usable and closable again. */
+        /** Waits for a poll under way on another thread, and polls none after, also when the destroy fails: see {@link #closeWhenIdle}. */
         @Override
         public synchronized void close() {
             if (closed) {
                 return;
             }
+            closeWhenIdle(arena);
             checked("ibv_destroy_cq", device, destroyCq, cq);
             closed = true;
             if (owner != null) {
                 // This queue only: once destroyed, its address may already be a new queue's, created on another worker's thread.
                 owner.completionQueues.remove(cq.address(), this);
             }
-            arena.close();
         }
     }
 
@@ -804,6 +809,8 @@ final class FfmVerbs implements Verbs {
         private final MemorySegment recvWr = arena.allocate(IBV_RECV_WR);
         private final MemorySegment recvSge = arena.allocate(IBV_SGE);
         private final MemorySegment badWr = arena.allocate(ADDRESS);
+        /** What {@link #modify} fills: in the arena, so that a modify too is waited for by a close, and refused after it. */
+        private final MemorySegment attr = arena.allocate(IBV_QP_ATTR);
         private boolean closed;
 
         FfmQueuePair(FfmDevice owner, String device, Ops ops, MemorySegment qp, int number, CompletionQueue sendQueue) {
@@ -883,10 +890,10 @@ final class FfmVerbs implements Verbs {
             int fill(MemorySegment attr);
         }
 
+        /** Called by one thread at a time (the wire-up thread, then the progress thread), as posting is. */
         private void modify(String state, Attributes fill) {
-            try (Arena call = Arena.ofConfined()) {
-                MemorySegment capture = call.allocate(CAPTURE_LAYOUT);
-                MemorySegment attr = call.allocate(IBV_QP_ATTR);
+            try {
+                attr.fill((byte) 0);
                 int mask = fill.fill(attr);
                 int rc = (int) modifyQp.invokeExact(capture, qp, attr, mask);
                 if (rc != 0) {
@@ -894,24 +901,24 @@ final class FfmVerbs implements Verbs {
                             + ", mask 0x" + Integer.toHexString(mask), "check the port (verbs.port), its GID (verbs.gid.index) and that the peer's link is up");
                 }
             } catch (Throwable t) {
-                throw propagate(t);
+                throw propagate(t, arena, device + " qp " + number);
             }
         }
 
         @Override
         public void postReceive(long requestId, MemoryRegion region, long offset, int length) {
             FfmMemoryRegion mr = (FfmMemoryRegion) region;
-            recvWr.set(JAVA_LONG, RECV_WR_ID, requestId);
-            recvSge.set(JAVA_LONG, SGE_ADDR, mr.memory.address() + offset);
-            recvSge.set(JAVA_INT, SGE_LENGTH, length);
-            recvSge.set(JAVA_INT, SGE_LKEY, mr.lkey);
             try {
+                recvWr.set(JAVA_LONG, RECV_WR_ID, requestId);
+                recvSge.set(JAVA_LONG, SGE_ADDR, mr.memory.address() + offset);
+                recvSge.set(JAVA_INT, SGE_LENGTH, length);
+                recvSge.set(JAVA_INT, SGE_LKEY, mr.lkey);
                 int rc = (int) ops.postRecv.invokeExact(capture, qp, recvWr, badWr);
                 if (rc != 0) {
                     throw new ErrnoException("ibv_post_recv", errnoOf(rc, capture), device, device + " qp " + number);
                 }
             } catch (Throwable t) {
-                throw propagate(t);
+                throw propagate(t, arena, device + " qp " + number);
             }
         }
 
@@ -919,36 +926,37 @@ final class FfmVerbs implements Verbs {
         public void postSend(long requestId, int opcode, MemoryRegion region, long offset, int length, long remoteAddress, int remoteKey,
                              long compareAdd, long swap) {
             FfmMemoryRegion mr = (FfmMemoryRegion) region;
-            sendWr.set(JAVA_LONG, SEND_WR_ID, requestId);
-            sendWr.set(JAVA_INT, SEND_WR_OPCODE, opcode);
-            sendSge.set(JAVA_LONG, SGE_ADDR, mr.memory.address() + offset);
-            sendSge.set(JAVA_INT, SGE_LENGTH, length);
-            sendSge.set(JAVA_INT, SGE_LKEY, mr.lkey);
-            if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
-                sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_REMOTE_ADDR, remoteAddress);
-                sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_COMPARE_ADD, compareAdd);
-                sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_SWAP, swap);
-                sendWr.set(JAVA_INT, SEND_WR_ATOMIC_RKEY, remoteKey);
-            } else {
-                sendWr.set(JAVA_LONG, SEND_WR_RDMA_REMOTE_ADDR, remoteAddress);
-                sendWr.set(JAVA_INT, SEND_WR_RDMA_RKEY, remoteKey);
-            }
             try {
+                sendWr.set(JAVA_LONG, SEND_WR_ID, requestId);
+                sendWr.set(JAVA_INT, SEND_WR_OPCODE, opcode);
+                sendSge.set(JAVA_LONG, SGE_ADDR, mr.memory.address() + offset);
+                sendSge.set(JAVA_INT, SGE_LENGTH, length);
+                sendSge.set(JAVA_INT, SGE_LKEY, mr.lkey);
+                if (opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+                    sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_REMOTE_ADDR, remoteAddress);
+                    sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_COMPARE_ADD, compareAdd);
+                    sendWr.set(JAVA_LONG, SEND_WR_ATOMIC_SWAP, swap);
+                    sendWr.set(JAVA_INT, SEND_WR_ATOMIC_RKEY, remoteKey);
+                } else {
+                    sendWr.set(JAVA_LONG, SEND_WR_RDMA_REMOTE_ADDR, remoteAddress);
+                    sendWr.set(JAVA_INT, SEND_WR_RDMA_RKEY, remoteKey);
+                }
                 int rc = (int) ops.postSend.invokeExact(capture, qp, sendWr, badWr);
                 if (rc != 0) {
                     throw new ErrnoException("ibv_post_send", errnoOf(rc, capture), device, device + " qp " + number + ", opcode " + opcode);
                 }
             } catch (Throwable t) {
-                throw propagate(t);
+                throw propagate(t, arena, device + " qp " + number);
             }
         }
 
-        /** Its arena (the work requests posting fills) is freed only with the queue pair: a failed destroy leaves it usable and closable again. */
+        /** Waits for a post or modify under way on another thread, and takes none after, also when the destroy fails: see {@link #closeWhenIdle}. */
         @Override
         public synchronized void close() {
             if (closed) {
                 return;
             }
+            closeWhenIdle(arena);
             checked("ibv_destroy_qp", device, destroyQp, qp);
             closed = true;
             // Not before: a queue pair that could not be destroyed may still have events, which must still find it. This one
@@ -956,7 +964,6 @@ final class FfmVerbs implements Verbs {
             if (owner != null) {
                 owner.queuePairs.remove(qp.address(), this);
             }
-            arena.close();
         }
     }
 
@@ -985,6 +992,44 @@ final class FfmVerbs implements Verbs {
 
     private static int errno(MemorySegment capture) {
         return (int) ERRNO.get(capture, 0L);
+    }
+
+    /**
+     * Closes {@code arena}, which holds what every data-path call of one queue pair, completion
+     * queue or channel passes to the library, once no such call is under way: the runtime may close
+     * a worker from another thread while its user is still inside a call ({@code Conduit.close()},
+     * a second after asking the user to close it), and the destroy that follows frees what a call
+     * under way would go on using, a crash of the JVM rather than an exception. A downcall keeps
+     * the arena of each segment it is passed in use until it returns, so the close fails while one
+     * is under way (tried again after a pause: such calls take microseconds), and every call after
+     * it throws {@link IllegalStateException} before reaching the library ({@link #propagate(Throwable, Arena, String)}).
+     * Closed before the destroy, also when that then fails: a call on an object being closed is
+     * refused either way, and the object stays closable again. This costs the data path nothing:
+     * each of its downcalls holds the arena for the duration anyway.
+     */
+    private static void closeWhenIdle(Arena arena) {
+        if (!arena.scope().isAlive()) {
+            return; // closed by an earlier close whose destroy failed
+        }
+        while (true) {
+            try {
+                arena.close();
+                return;
+            } catch (IllegalStateException inUse) {
+                LockSupport.parkNanos(CALL_UNDER_WAY_PAUSE_NANOS);
+            }
+        }
+    }
+
+    /** How long a close pauses before it looks again whether a call of the data path it waits for has returned. */
+    private static final long CALL_UNDER_WAY_PAUSE_NANOS = 10_000;
+
+    /** {@link #propagate(Throwable)}, naming {@code object} closed when its {@code arena} is ({@link #closeWhenIdle}). */
+    private static RuntimeException propagate(Throwable thrown, Arena arena, String object) {
+        if (thrown instanceof IllegalStateException && !arena.scope().isAlive()) {
+            throw new IllegalStateException("verbs: " + object + " is closed", thrown);
+        }
+        throw propagate(thrown);
     }
 
     private static RuntimeException propagate(Throwable thrown) {

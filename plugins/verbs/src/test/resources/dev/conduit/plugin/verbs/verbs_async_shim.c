@@ -4,9 +4,13 @@
  * ibv_get_async_event does (a struct ib_uverbs_async_event_desc read from the context's async_fd,
  * the element set by the event's type), from a pipe the test writes with shim_raise. Every close
  * (ibv_close_device, ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_*) is counted and returns the errno
- * shim_fail_closes set, destroying nothing, while it is not 0. It is not libibverbs: it checks
- * FfmVerbs' marshalling of struct ibv_async_event, the descriptor's O_NONBLOCK, the
- * acknowledgement and what a failed close leaves, not a provider or the kernel. */
+ * shim_fail_closes set, destroying nothing, while it is not 0. While shim_hold_calls is set, a
+ * call of the data path (poll_cq, post_send, post_recv, ibv_get_cq_event) stays inside until it
+ * is cleared, and a destroy of its object meanwhile is counted (shim_destroyed_under_a_call): on
+ * a library that frees the object there, the call would go on in freed memory. It is not
+ * libibverbs: it checks FfmVerbs' marshalling of struct ibv_async_event, the descriptor's
+ * O_NONBLOCK, the acknowledgement and what a failed or concurrent close leaves, not a provider or
+ * the kernel. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -35,11 +39,26 @@ static int raise_fd = -1;
 static int reported;
 static int acknowledged;
 static struct ibv_async_event last_acknowledged;
+static int hold_calls;
+static int calls_in_flight;
+static int destroyed_under_a_call;
 
-static int no_poll(struct ibv_cq *q, int n, struct ibv_wc *wc) { return 0; }
+/* A data-path call: held inside while shim_hold_calls is set. */
+static void data_path_call(void) {
+    __atomic_add_fetch(&calls_in_flight, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&hold_calls, __ATOMIC_SEQ_CST)) usleep(100);
+    __atomic_sub_fetch(&calls_in_flight, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A destroy that goes ahead: counted when a data-path call is inside meanwhile. */
+static void destroying(void) {
+    if (__atomic_load_n(&calls_in_flight, __ATOMIC_SEQ_CST)) __atomic_add_fetch(&destroyed_under_a_call, 1, __ATOMIC_SEQ_CST);
+}
+
+static int no_poll(struct ibv_cq *q, int n, struct ibv_wc *wc) { data_path_call(); return 0; }
 static int no_notify(struct ibv_cq *q, int solicited) { return 0; }
-static int no_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad) { return 0; }
-static int no_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad) { return 0; }
+static int no_post_send(struct ibv_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad) { data_path_call(); return 0; }
+static int no_post_recv(struct ibv_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad) { data_path_call(); return 0; }
 
 struct ibv_device **ibv_get_device_list(int *num_devices) { *num_devices = 1; return devices; }
 void ibv_free_device_list(struct ibv_device **list) { }
@@ -88,6 +107,7 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *c) {
 }
 int ibv_destroy_comp_channel(struct ibv_comp_channel *ch) {
     if (close_called()) return fail_closes;
+    destroying();
     close(ch->fd);
     close(channel_write_fd);
     return 0;
@@ -96,8 +116,8 @@ struct ibv_cq *ibv_create_cq(struct ibv_context *c, int cqe, void *cq_context, s
     cq.context = c;
     return &cq;
 }
-int ibv_destroy_cq(struct ibv_cq *q) { return close_called(); }
-int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **q, void **cq_context) { errno = EAGAIN; return -1; }
+int ibv_destroy_cq(struct ibv_cq *q) { if (close_called()) return fail_closes; destroying(); return 0; }
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **q, void **cq_context) { data_path_call(); errno = EAGAIN; return -1; }
 void ibv_ack_cq_events(struct ibv_cq *q, unsigned int nevents) { }
 struct ibv_qp *ibv_create_qp(struct ibv_pd *p, struct ibv_qp_init_attr *attr) {
     qp.context = p->context;
@@ -105,7 +125,12 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *p, struct ibv_qp_init_attr *attr) {
     return &qp;
 }
 int ibv_modify_qp(struct ibv_qp *q, struct ibv_qp_attr *attr, int mask) { return 0; }
-int ibv_destroy_qp(struct ibv_qp *q) { return close_called() ? fail_closes : reported == acknowledged ? 0 : EBUSY; }
+int ibv_destroy_qp(struct ibv_qp *q) {
+    if (close_called()) return fail_closes;
+    if (reported != acknowledged) return EBUSY;
+    destroying();
+    return 0;
+}
 
 int ibv_get_async_event(struct ibv_context *c, struct ibv_async_event *event) {
     struct kernel_event ev;
@@ -144,4 +169,7 @@ void *shim_last_acknowledged_element(void) { return last_acknowledged.element.qp
 void *shim_qp(void) { return &qp; }
 void shim_fail_closes(int errno_code) { fail_closes = errno_code; }
 int shim_closes(void) { return closes; }
+void shim_hold_calls(int hold) { __atomic_store_n(&hold_calls, hold, __ATOMIC_SEQ_CST); }
+int shim_calls_in_flight(void) { return __atomic_load_n(&calls_in_flight, __ATOMIC_SEQ_CST); }
+int shim_destroyed_under_a_call(void) { return __atomic_load_n(&destroyed_under_a_call, __ATOMIC_SEQ_CST); }
 void *shim_cq(void) { return &cq; }
