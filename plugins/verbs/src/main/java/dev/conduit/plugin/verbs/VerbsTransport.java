@@ -259,7 +259,8 @@ final class VerbsTransport implements Transport {
         if (!configured.isEmpty()) {
             if (!WireFormat.isIpLiteral(configured)) {
                 throw new ConduitException("verbs: " + VerbsConfig.WIREUP_ADDRESS.nameAndVariable() + " is '" + configured
-                        + "', not an IPv4 or IPv6 address");
+                        + "', not an IPv4 or IPv6 address (a host name is never resolved, and the port is chosen by the listener): "
+                        + "set an address of this host that peers reach, as 10.0.0.2 or fd00::2, or leave it empty for the default");
             }
             // It is also what the address announces for peers to connect to: it must name this host as they reach it.
             String unreachable = WireFormat.whyNoPeerConnectsTo(configured);

@@ -1355,6 +1355,21 @@ class LoopbackTransportTest {
     }
 
     /**
+     * A host name or an address with a port is no IP literal, which is all the key takes (names are
+     * never resolved: the address must say where peers connect). Until 2026-12-07 the refusal said
+     * only "not an IPv4 or IPv6 address", with no remedy.
+     */
+    @Test
+    void aWireupAddressThatIsNoIpLiteralIsRefusedAtOpenNamingTheKeyAndTheRemedy() {
+        for (String notALiteral : new String[] {"localhost", "127.0.0.1:4791", "[::1]:4791"}) {
+            assertThatThrownBy(() -> peer("verbs.wireup.address", notALiteral)).as(notALiteral).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("verbs.wireup.address (CONDUIT_VERBS_WIREUP_ADDRESS) is '" + notALiteral
+                            + "', not an IPv4 or IPv6 address")
+                    .hasMessageContaining("set an address of this host that peers reach");
+        }
+    }
+
+    /**
      * A scoped IPv6 literal ({@code fe80::1%1}) binds on this host, but its scope is an interface
      * index or name of this host: announced as it is, it means nothing (or another interface) on
      * the peer's. Until 2026-12-07 it was taken, and failed only where bind did, naming no key.
