@@ -27,6 +27,8 @@ public final class LeaseWatch implements AutoCloseable {
      */
     private long lastCheck;
     private boolean lookedAtACheck;
+    /** Guarded by this: whether the lease bore its owner's mark of a close ({@link OwnerLease#markClosed}) when found dead. */
+    private boolean closedByItsOwner;
 
     private LeaseWatch(Libc libc, String name, FileDescriptor fd) {
         this.libc = libc;
@@ -72,9 +74,31 @@ public final class LeaseWatch implements AutoCloseable {
         if (dead) return false;
         if (libc.tryFlock(fd, LockFlags.LOCK_SH | LockFlags.LOCK_NB)) {
             dead = true;
+            closedByItsOwner = isMarkedClosed(); // read while the descriptor is open: it goes now
             fd.close(); // which drops the lock just taken
         }
         return !dead;
+    }
+
+    /**
+     * Whether the owner's close marked the lease ({@link OwnerLease#markClosed}): its close freed,
+     * or is about to free, what it exported, and releases the lease next. A connect that finds the
+     * owner's receive queue gone while its lease is still held, or the lease free, tells an orderly
+     * close from a death by it ({@code ShmTransport#connect}). Looked at now while the owner lives;
+     * once found dead, as it was then.
+     */
+    public synchronized boolean ownerMarkedClosed() {
+        if (dead) return closedByItsOwner;
+        return fd.isOpen() && isMarkedClosed();
+    }
+
+    /** The mark is the lease's only byte: a lease is empty until then. A failed fstat says no mark. */
+    private boolean isMarkedClosed() {
+        try {
+            return libc.fstat(fd).size() > 0;
+        } catch (RuntimeException cannotTell) {
+            return false;
+        }
     }
 
     /**

@@ -192,6 +192,24 @@ public final class OwnerLease implements AutoCloseable {
                 + directory.path(), null);
     }
 
+    /**
+     * Marks the lease as its owner's when the owner's close has come to its last steps, freeing
+     * what it exported and then releasing the lease: the lease gets one byte (an owner's lease is
+     * empty until then). A peer that connects in between finds the export gone while the lease is
+     * held, or finds the lease free, and reads the mark ({@link LeaseWatch#ownerMarkedClosed}) to
+     * say the owner closed, where it said the importer failed or the owner died. A mark that
+     * cannot be made (the lease's file system refuses {@code ftruncate}) costs only that: such a
+     * connect says what it said before, and the close goes on.
+     */
+    public synchronized void markClosed() {
+        if (closed) return;
+        try {
+            libc.ftruncate(fd, 1);
+        } catch (RuntimeException markNotMade) {
+            // Only the words of a connect racing this close depend on it (above).
+        }
+    }
+
     /** Where the lease is (or was, once {@link #isRemoved}): for messages. */
     public Path path() {
         return directory.path().resolve(leaseName(prefix, owner));

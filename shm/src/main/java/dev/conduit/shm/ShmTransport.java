@@ -473,6 +473,11 @@ public final class ShmTransport implements Transport {
         }
     }
 
+    /** Tests only: this worker's lease, whose release alone is what a kill does to it. */
+    OwnerLease lease() {
+        return lease;
+    }
+
     /** Tests only: run on the owner's thread as a ring mapping is about to start, before its hand-off (a test holds it there). */
     Runnable beforeRingMapping;
 
@@ -843,6 +848,7 @@ public final class ShmTransport implements Transport {
         boolean importing = false;
         try {
             if (!peerLease.ownerAlive()) {
+                if (peerLease.ownerMarkedClosed()) throw closedMeanwhile(leaseName, null);
                 // The watch its connections to this worker share outlives the lease's name: gone from the directory, the peer
                 // is told gone as the open's ENOENT tells it (above), where it shares no watch.
                 if (keepsConnectionAnnouncedWith(leaseName) && leaseIsGone(leaseName)) throw goneFromTheDirectory(leaseName, null);
@@ -887,10 +893,15 @@ public final class ShmTransport implements Transport {
             // A peer killed after the look above fails the import of its queue ("producer gone": its fd server's socket
             // reset): that is its death, which a caller handling PeerFailedException (an answer's replyEndpoint()) must be
             // told as one, not as an importer's error naming pools and timeouts.
+            // So is the end of its orderly close, which frees its queue before it releases its lease (the lease held or
+            // not by now): it said the importer failed, or that the peer died.
             PeerFailedException died = null;
+            PeerFailedException closedMeanwhile = null;
             if (failure instanceof ConduitException c && !(c instanceof PeerFailedException)) {
                 try {
-                    if (!peerLease.ownerAlive()) {
+                    if (peerLease.ownerMarkedClosed()) {
+                        closedMeanwhile = closedMeanwhile(leaseName, c);
+                    } else if (!peerLease.ownerAlive()) {
                         died = new PeerFailedException(Reason.DIED, plugin + ": the peer died while this worker connected to it (its lease "
                                 + leaseName + " is no longer held): " + c.getMessage(), c);
                     }
@@ -900,7 +911,8 @@ public final class ShmTransport implements Transport {
                     c.addSuppressed(lookFailure);
                 }
             }
-            giveBack(mapping, peerLease, died != null ? died : failure);
+            giveBack(mapping, peerLease, died != null ? died : closedMeanwhile != null ? closedMeanwhile : failure);
+            if (closedMeanwhile != null) throw closedMeanwhile; // its close removes its files
             // Proven dead: its queue, leases and socket need not wait for the next worker or pool on the directory. One that
             // reads nothing more still lives, and its close removes its files.
             if (died != null || failure instanceof PeerFailedException p && p.reason() != Reason.CLOSED && p.reason() != Reason.DAMAGED) {
@@ -926,6 +938,17 @@ public final class ShmTransport implements Transport {
             giveBack(mapping, peerLease, failure);
             throw failure;
         }
+    }
+
+    /**
+     * The refusal of a connect that found the peer's receive queue gone, or its lease free, once
+     * the peer's close had marked its lease ({@link OwnerLease#markClosed}): its worker closed in
+     * the meantime, in order, as one whose queue says so ({@link #readsNothingMore}).
+     */
+    private PeerFailedException closedMeanwhile(String leaseName, ConduitException importFailure) {
+        return new PeerFailedException(Reason.CLOSED, plugin + ": the peer worker closed while this worker connected to it: its close "
+                + "had freed its receive queue (its lease " + leaseName + " says so); connect to the worker that takes its place, at "
+                + "the address that one gives" + (importFailure == null ? "" : " (" + importFailure.getMessage() + ")"), importFailure);
     }
 
     /**
@@ -2675,6 +2698,8 @@ public final class ShmTransport implements Transport {
         } catch (InternalError queueFault) {
             // Truncated under it, as above.
         }
+        // Said where a connect that finds the queue freed below, with the lease still held or just released, reads it.
+        lease.markClosed();
         // A step's failure, an Error of the provider too (one it rethrows from a release, a class missing out of
         // descriptors), leaves the steps after it to run: the lease held past a close would keep every file of this
         // worker from a cleaner for the process's life.

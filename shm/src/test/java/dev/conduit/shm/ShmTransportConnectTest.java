@@ -1,6 +1,8 @@
 package dev.conduit.shm;
 
 import dev.conduit.linux.Linux;
+import dev.conduit.spi.Chunk;
+import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.ChunkMapping;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.IpcImporter;
@@ -56,7 +58,7 @@ class ShmTransportConnectTest {
             @Override
             public ChunkMapping map(PayloadReader payload, long chunkLength) {
                 mapped[0]++;
-                peer.close(); // releases its lease, as a killed process's exit does
+                peer.lease().close(); // releases its lease, as a killed process's exit does (an orderly close marks it closed)
                 throw new ConduitException("producer gone (its socket reset the connection before answering)");
             }
         };
@@ -70,6 +72,57 @@ class ShmTransportConnectTest {
                 .hasMessageContaining("is no longer held): producer gone (its socket reset the connection before answering)")
                 .hasCauseInstanceOf(ConduitException.class);
         assertThat(((PeerFailedException) thrown).reason()).isEqualTo(PeerFailedException.Reason.DIED);
+        assertThat(leases()).as("only the connecting worker's lease is left").hasSize(1);
+    }
+
+    /**
+     * A connect that lands in the last steps of the peer's orderly close, its receive queue freed
+     * and its lease not yet released (the close of its memory provider and of its lease, which
+     * lists the directory, lie between), finds the queue gone: that is the close, and the connect
+     * says so as a {@link PeerFailedException} {@code CLOSED}, as it does for a queue it finds
+     * marked closing. It threw the importer's plain {@link ConduitException} ("cannot map the
+     * peer's receive queue ... no chunk"), which a failover that catches peer failures to reach
+     * the successor does not catch; and, once the lease was released, {@code DIED}, for a close.
+     */
+    @Test
+    void aConnectBetweenThePeersFreeOfItsQueueAndTheReleaseOfItsLeaseSaysThePeerClosed() throws Exception {
+        InProcessMemory peerMemory = new InProcessMemory();
+        ShmTransport connecting = transport(new InProcessMemory());
+        byte[][] address = new byte[1][];
+        Throwable[] whileLeaseHeld = new Throwable[1];
+        MemoryProvider closingPeer = new MemoryProvider() {
+            @Override
+            public long pageSize() {
+                return peerMemory.pageSize();
+            }
+
+            @Override
+            public Chunk allocate(long size) {
+                return peerMemory.allocate(size);
+            }
+
+            @Override
+            public byte[] export(Chunk chunk) {
+                return peerMemory.export(chunk);
+            }
+
+            @Override
+            public void free(Chunk chunk) {
+                peerMemory.free(chunk);
+            }
+
+            @Override
+            public void close() { // the peer's close, between the free of its queue and the release of its lease
+                whileLeaseHeld[0] = catchThrowable(() -> connecting.connect(new PayloadReader(address[0]), cause -> { }));
+            }
+        };
+        ShmTransport peer = transport(closingPeer, peerMemory);
+        address[0] = peer.address();
+        peer.close();
+
+        assertThat(whileLeaseHeld[0]).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("test: the peer worker closed");
+        assertThat(((PeerFailedException) whileLeaseHeld[0]).reason()).isEqualTo(PeerFailedException.Reason.CLOSED);
         assertThat(leases()).as("only the connecting worker's lease is left").hasSize(1);
     }
 
@@ -183,6 +236,10 @@ class ShmTransportConnectTest {
     }
 
     private ShmTransport transport(InProcessMemory memory, IpcImporter importer) {
+        return transport((MemoryProvider) memory, importer);
+    }
+
+    private ShmTransport transport(MemoryProvider memory, IpcImporter importer) {
         ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(20), Duration.ofSeconds(10),
                 Duration.ofMillis(50), 1024, 64L << 30);
         ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, NO_MESSAGES), config, memory, importer);

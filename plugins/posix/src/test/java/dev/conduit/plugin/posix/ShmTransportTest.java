@@ -1930,12 +1930,14 @@ class ShmTransportTest {
 
     /**
      * A connect to a sender whose CONNECT the worker read while it lived, and which closed its
-     * worker since (its files gone from the directory), says the peer is gone, as when its lease
-     * cannot be opened at all: the watch the connect shares with that connection outlives the
-     * lease's name. Sharing it, the connect said "the peer is dead" ({@code DIED}).
+     * worker since (its files gone from the directory), says the peer closed: the watch the connect
+     * shares with that connection outlives the lease's name, and the mark the close left on the
+     * lease ({@code OwnerLease#markClosed}). Sharing it, the connect said "the peer is dead"
+     * ({@code DIED}); until 2026-12-07, "the peer is gone" ({@code UNKNOWN}), as for a lease
+     * that cannot be opened at all.
      */
     @Test
-    void aConnectToASenderThatClosedItsWorkerAfterItsConnectionWasReadSaysThePeerIsGone() {
+    void aConnectToASenderThatClosedItsWorkerAfterItsConnectionWasReadSaysThePeerClosed() {
         Received received = new Received();
         Transport worker = transport(received, "posix.liveness.interval", "1h");
         Transport sender = transport(new Received());
@@ -1946,8 +1948,8 @@ class ShmTransportTest {
         sender.close();
         assertThat(shared.resolve(senderLease)).as("the closed sender's lease").doesNotExist();
         assertThatThrownBy(() -> worker.connect(new PayloadReader(senderAddress), cause -> { }))
-                .isInstanceOf(PeerFailedException.class).hasMessageContaining("the peer is gone")
-                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).isEqualTo(PeerFailedException.Reason.UNKNOWN));
+                .isInstanceOf(PeerFailedException.class).hasMessageContaining("posix: the peer worker closed")
+                .satisfies(e -> assertThat(((PeerFailedException) e).reason()).isEqualTo(PeerFailedException.Reason.CLOSED));
     }
 
     /** Whether {@code descriptor}, a {@link dev.conduit.linux.FileDescriptor}, is open on a file whose name contains {@code name}. */
