@@ -102,11 +102,13 @@ public record ShmTransportConfig(long queueCapacity, long inlineMaximum, long bo
     }
 
     private static ConfigKey<Duration> heartbeat(String p) {
-        return ConfigKey.duration(p + ".heartbeat.timeout", Duration.ofSeconds(10),
+        // At least 10 ms: a receiver asleep in await beats once a millisecond (HEAD_SLEEP_MAX_NANOS) and a sender looks once
+        // per liveness interval, so a timeout near a millisecond fails a healthy sleeping receiver at a scheduling delay.
+        return ConfigKey.duration(p + ".heartbeat.timeout", Duration.ofSeconds(10), Duration.ofMillis(10),
                 "How long a peer that lives but makes no progress may keep a sender's messages waiting before its "
                         + "endpoint fails as hung. A peer beats at every progress() call, and at least every millisecond while "
                         + "it sleeps in await on a message it cannot read yet or while it keeps payloads; keep this above the "
-                        + "longest its handlers, or its pauses between calls, take.");
+                        + "longest its handlers, or its pauses between calls, take. At least 10ms.");
     }
 
     private static ConfigKey<Duration> unblock(String p) {

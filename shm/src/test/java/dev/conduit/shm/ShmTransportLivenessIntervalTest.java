@@ -52,6 +52,20 @@ class ShmTransportLivenessIntervalTest {
     }
 
     /**
+     * A receiver asleep in {@code await} on a record it cannot read yet beats once a millisecond,
+     * and a sender looks at most once per liveness interval (1 ms at least): a {@code heartbeat.timeout}
+     * near a millisecond failed a healthy sleeping receiver as hung at the first scheduling delay.
+     * {@code 100us} was taken until 2026-12-07 (found by the liveness review).
+     */
+    @Test
+    void aHeartbeatTimeoutShorterThanTenMillisecondsIsRefusedNamingTheKey() {
+        var key = ShmTransportConfig.keys("memfd").stream().filter(k -> k.name().equals("memfd.heartbeat.timeout")).findFirst().orElseThrow();
+        assertThat(key.parse("10ms", "test")).isEqualTo(Duration.ofMillis(10));
+        assertThatThrownBy(() -> key.parse("100us", "test")).isInstanceOf(dev.conduit.spi.ConfigException.class)
+                .hasMessageContaining("memfd.heartbeat.timeout").hasMessageContaining("shorter than 10ms");
+    }
+
+    /**
      * Once the first check ran, every {@code progress()} that comes more than an interval (20 ms)
      * after the one before checks: a check spaced wider than the interval (250 of them, say)
      * would find a dead peer that much later, and counts fewer checks here.
