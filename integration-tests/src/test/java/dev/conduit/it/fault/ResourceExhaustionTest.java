@@ -7,12 +7,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -28,21 +26,13 @@ class ResourceExhaustionTest {
     Path shared;
 
     /** The child's output; it must exit 0. */
-    private static String run(List<String> prefix, Class<?> main, String... args) throws IOException, InterruptedException {
+    private static String run(List<String> prefix, Class<?> main, String... args) throws IOException {
         List<String> command = new ArrayList<>(prefix);
         command.addAll(ChildJvm.javaCommand(main, List.of(), List.of(args)));
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        process.getOutputStream().close();
-        String output;
-        try {
-            output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(process.waitFor(120, TimeUnit.SECONDS)).as("hang guard").isTrue();
-        } finally {
-            process.destroyForcibly();
-        }
-        assertThat(process.exitValue()).as(output).isZero();
-        assertThat(output).doesNotContain("UNEXPECTED").doesNotContain("A fatal error has been detected");
-        return output;
+        ChildJvm.Ended child = ChildJvm.runToEnd(command);
+        assertThat(child.exitCode()).as(child.output()).isZero();
+        assertThat(child.output()).doesNotContain("UNEXPECTED").doesNotContain("A fatal error has been detected");
+        return child.output();
     }
 
     @Test

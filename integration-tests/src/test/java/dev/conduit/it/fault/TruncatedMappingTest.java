@@ -6,11 +6,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -28,17 +25,10 @@ class TruncatedMappingTest {
 
     @ParameterizedTest(name = "JVM options: {0}")
     @ValueSource(strings = {"-XX:TieredStopAtLevel=1", "-Xint", "-XX:-TieredCompilation", "-XX:+TieredCompilation"})
-    void truncationFailsOnlyTheAffectedEndpointOrOperation(String jvmOption) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(ChildJvm.javaCommand(TruncationPeer.class, List.of(jvmOption), List.of(shared.toString())));
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String output;
-        try {
-            assertThat(process.waitFor(120, TimeUnit.SECONDS)).as("hang guard").isTrue();
-            output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        } finally {
-            process.destroyForcibly();
-        }
-        assertThat(process.exitValue()).as(output).isZero();
+    void truncationFailsOnlyTheAffectedEndpointOrOperation(String jvmOption) throws IOException {
+        ChildJvm.Ended child = ChildJvm.runToEnd(TruncationPeer.class, List.of(jvmOption), List.of(shared.toString()));
+        String output = child.output();
+        assertThat(child.exitCode()).as(output).isZero();
         String sigbus = "was truncated by another process while mapped here, or lives on a full file system";
         assertThat(output)
                 .contains("before: A 1, C 1")

@@ -184,6 +184,54 @@ public final class ChildJvm implements AutoCloseable {
         return command;
     }
 
+    /** How long a child run to its end ({@link #runToEnd}) may take before the test fails: a hang guard only. */
+    public static final Duration RUN_TIMEOUT = Duration.ofSeconds(120);
+
+    /** A finished child: its exit code and what it wrote, stdout and stderr interleaved. */
+    public record Ended(int exitCode, String output) {}
+
+    /**
+     * Runs {@code mainClass} as {@link #javaCommand} starts it, with no stdin, to its end, and
+     * returns its exit code and output. See {@link #runToEnd(List)}.
+     */
+    public static Ended runToEnd(Class<?> mainClass, List<String> jvmOptions, List<String> arguments) throws IOException {
+        return runToEnd(javaCommand(mainClass, jvmOptions, arguments));
+    }
+
+    /**
+     * Runs {@code command} (a {@link #javaCommand}, perhaps behind {@code unshare} or {@code prlimit})
+     * with no stdin to its end, and returns its exit code and output. The output goes to a file, not
+     * a pipe: a chatty child cannot fill a pipe nobody reads and hang on its write, and a hung child
+     * cannot hang the read. A child still running after {@link #RUN_TIMEOUT} is killed and fails the
+     * test with what it wrote so far.
+     */
+    public static Ended runToEnd(List<String> command) throws IOException {
+        Path output = Files.createTempFile("conduit-child-", ".out");
+        try {
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+            try {
+                if (!process.waitFor(RUN_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
+                    throw new AssertionError(String.join(" ", command) + " did not end within " + RUN_TIMEOUT
+                            + " (hung?); its output so far:\n" + readLeniently(output));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted waiting for " + String.join(" ", command));
+            } finally {
+                process.destroyForcibly(); // nothing if it has exited
+            }
+            return new Ended(process.exitValue(), readLeniently(output));
+        } finally {
+            Files.deleteIfExists(output);
+        }
+    }
+
+    /** The file as UTF-8, a malformed byte (a crash report's, a truncated line's) replaced rather than thrown on. */
+    private static String readLeniently(Path file) throws IOException {
+        return new String(Files.readAllBytes(file), StandardCharsets.UTF_8);
+    }
+
     /**
      * Sends {@code signal} ({@code -STOP}, {@code -CONT}, ...) to the process {@code pid} with
      * kill(1); fails unless kill succeeds.

@@ -3,7 +3,6 @@ package dev.conduit.it.process;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -17,7 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 
 /**
  * What a child that runs as another host user ({@link Launcher#asUser}, {@link Launcher#rootlessContainer})
@@ -116,24 +114,12 @@ final class OtherUser {
         if (USER_NAMESPACES.contains(uid)) return;
         List<String> command = new ArrayList<>(setpriv(uid));
         command.addAll(List.of(unshare, "--user", "--map-root-user", "--mount", "true"));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        p.getOutputStream().close();
-        String output;
-        try {
-            if (!p.waitFor(ChildJvm.REPLY_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)) {
-                p.destroyForcibly();
-                throw new IllegalStateException(String.join(" ", command) + " did not end within " + ChildJvm.REPLY_TIMEOUT);
-            }
-            output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            p.destroyForcibly();
-            throw new IllegalStateException("interrupted waiting for " + String.join(" ", command));
-        }
-        if (p.exitValue() != 0) {
+        ChildJvm.Ended unshared = ChildJvm.runToEnd(command);
+        if (unshared.exitCode() != 0) {
             throw new IllegalStateException("uid " + uid + " cannot make a user namespace (" + String.join(" ", command) + " exited with "
-                    + p.exitValue() + ": " + output + "), which the rootless container tests need: set user.max_user_namespaces above 0 "
-                    + "and, on Ubuntu 24.04 and later, kernel.apparmor_restrict_unprivileged_userns=0 (sysctl -w)");
+                    + unshared.exitCode() + ": " + unshared.output().strip() + "), which the rootless container tests need: set "
+                    + "user.max_user_namespaces above 0 and, on Ubuntu 24.04 and later, kernel.apparmor_restrict_unprivileged_userns=0 "
+                    + "(sysctl -w)");
         }
         USER_NAMESPACES.add(uid);
     }

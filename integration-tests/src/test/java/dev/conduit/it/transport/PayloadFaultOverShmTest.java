@@ -14,12 +14,10 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
@@ -80,17 +78,9 @@ class PayloadFaultOverShmTest {
     @ParameterizedTest
     @ValueSource(strings = {"payload-8", "payload-64", "header-64", "encoded-header-64"})
     void aCompiledSendOfATruncatedMappingOfTheApplicationsDeliversNothingAndFailsNothing(String mapped,
-            @TempDir(factory = ShmDir.class) Path shared, @TempDir Path own) throws IOException, InterruptedException {
-        List<String> command = ChildJvm.javaCommand(CompiledSendFaultPeer.class, List.of("-XX:-TieredCompilation", "-Xbatch"),
-                List.of(shared.toString(), own.toString(), mapped));
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String output;
-        try {
-            assertThat(process.waitFor(120, TimeUnit.SECONDS)).as("hang guard").isTrue();
-            output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        } finally {
-            process.destroyForcibly();
-        }
+            @TempDir(factory = ShmDir.class) Path shared, @TempDir Path own) throws IOException {
+        String output = ChildJvm.runToEnd(CompiledSendFaultPeer.class, List.of("-XX:-TieredCompilation", "-Xbatch"),
+                List.of(shared.toString(), own.toString(), mapped)).output();
         assertThat(output)
                 .contains("send-of-the-truncated-mapping-threw: InternalError")
                 .contains("received-of-the-truncated-mapping: 0")
