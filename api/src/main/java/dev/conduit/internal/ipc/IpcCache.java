@@ -179,6 +179,12 @@ public final class IpcCache implements AutoCloseable {
      * one's end, with no lock held: for tests of what happens meanwhile.
      */
     volatile Runnable whileAwaitingMiss = () -> { };
+    /**
+     * Run by an import after it counted the entry and before it hands out the lease, and by a miss
+     * after it mapped the chunk and before it caches the entry: for tests of an {@link Error} there
+     * (an {@link OutOfMemoryError} allocating the lease or the cache's node).
+     */
+    volatile Runnable whileCounted = () -> { };
 
     record Key(long originHigh, long originLow, long exportId) {
     }
@@ -347,10 +353,32 @@ public final class IpcCache implements AutoCloseable {
             return null;
         }
         if (!e.acquire()) return null;
-        hits.increment();
-        cache.getIfPresent(e.key); // tells the eviction policy the entry is used
-        importEvent(e.plugin, e.exportId, e.length, true);
-        return lease(reuse, e, e.view(IpcHandle.regionOffset(bytes), IpcHandle.regionLength(bytes)));
+        try {
+            cache.getIfPresent(e.key); // tells the eviction policy the entry is used
+        } catch (Throwable failed) {
+            Cleanup.run(failed, () -> release(e));
+            throw failed;
+        }
+        return handOut(e, true, reuse, IpcHandle.regionOffset(bytes), IpcHandle.regionLength(bytes));
+    }
+
+    /**
+     * The lease of an import that counted {@code counted}. An {@link Error} on the way (an
+     * {@link OutOfMemoryError} allocating the lease or its view) gives the count back: the import
+     * failed, and a count no lease holds would keep the chunk mapped, weighing nothing against the
+     * bounds, until the Conduit closes
+     * (IpcCacheTest#anImportThatRunsOutOfMemoryAfterCountingTheEntryGivesTheCountBack).
+     */
+    private Lease handOut(Entry counted, boolean hit, Lease reuse, long offset, long length) {
+        try {
+            whileCounted.run();
+            (hit ? hits : misses).increment();
+            importEvent(counted.plugin, counted.exportId, counted.length, hit);
+            return lease(reuse, counted, counted.view(offset, length));
+        } catch (Throwable failed) {
+            Cleanup.run(failed, () -> release(counted));
+            throw failed;
+        }
     }
 
     /**
@@ -455,9 +483,7 @@ public final class IpcCache implements AutoCloseable {
             });
             throw unmappedForTheClose(entry);
         }
-        (missed ? misses : hits).increment();
-        importEvent(handle.plugin(), handle.exportId(), handle.chunkLength(), !missed);
-        return lease(reuse, entry, entry.view(handle.regionOffset(), handle.regionLength()));
+        return handOut(entry, !missed, reuse, handle.regionOffset(), handle.regionLength());
     }
 
     /**
@@ -469,11 +495,24 @@ public final class IpcCache implements AutoCloseable {
         try {
             Entry fresh = map(key, handle, mapper);
             fresh.refs = 1;
-            cache.asMap().compute(key, (k, cached) -> {
-                if (cached != null) leaving(cached); // a dead one, replaced: the reservation kept out any other
-                index.put(fresh);
-                return fresh;
-            });
+            try {
+                whileCounted.run();
+                cache.asMap().compute(key, (k, cached) -> {
+                    if (cached != null) leaving(cached); // a dead one, replaced: the reservation kept out any other
+                    index.put(fresh);
+                    return fresh;
+                });
+            } catch (Throwable failed) {
+                // An OutOfMemoryError of the map's node: a mapping neither cached nor indexed would be unmapped by nobody, not
+                // even the cache's close (IpcCacheTest#aMissThatRunsOutOfMemoryAsItCachesTheEntryUnmapsWhatItMapped).
+                if (cache.asMap().get(key) == fresh) {
+                    Cleanup.run(failed, () -> release(fresh));
+                } else if (REFS.compareAndSet(fresh, 1, DEAD)) {
+                    index.remove(fresh);
+                    Cleanup.run(failed, () -> unmap(fresh, "the import failed"));
+                }
+                throw failed;
+            }
             return fresh;
         } finally {
             missesUnderWay.remove(key, reservation);

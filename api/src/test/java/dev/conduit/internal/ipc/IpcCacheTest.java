@@ -770,6 +770,50 @@ class IpcCacheTest {
     }
 
     /**
+     * A miss whose caching of the entry fails ({@link OutOfMemoryError} allocating the map's node)
+     * unmaps what it mapped. The mapping was in neither the cache nor its index, so that nothing,
+     * not even the cache's close, ever unmapped it.
+     */
+    @Test
+    void aMissThatRunsOutOfMemoryAsItCachesTheEntryUnmapsWhatItMapped() {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcHandle handle = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {3});
+        OutOfMemoryError outOfMemory = new OutOfMemoryError("Java heap space");
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            cache.whileCounted = () -> { throw outOfMemory; };
+            assertThatThrownBy(() -> cache.open(handle, mapper)).isSameAs(outOfMemory);
+            assertThat(mapper.unmaps).as("the failed miss's mapping, unmapped").hasValue(1);
+            cache.whileCounted = () -> { };
+            cache.open(handle, mapper).close();
+        }
+        assertThat(mapper.maps).hasValue(2);
+        assertThat(mapper.unmaps).as("every mapping made, unmapped").hasValue(2);
+    }
+
+    /**
+     * An import that fails after it counted the cached entry ({@link OutOfMemoryError} allocating
+     * the lease), by a lock-free hit or by an open, gives the count back: with no room kept
+     * ({@code ipc.cache.bytes=0}) the close of the only region unmaps the chunk. The count stayed,
+     * held by no lease, and the chunk stayed mapped, weighing nothing, until the cache closed.
+     */
+    @Test
+    void anImportThatRunsOutOfMemoryAfterCountingTheEntryGivesTheCountBack() {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcHandle handle = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {3});
+        OutOfMemoryError outOfMemory = new OutOfMemoryError("Java heap space");
+        try (IpcCache cache = new IpcCache(0, ENTRIES, IDLE)) {
+            IpcCache.Lease region = cache.open(handle, mapper);
+            cache.whileCounted = () -> { throw outOfMemory; };
+            assertThatThrownBy(() -> cache.tryHit(handle.encode())).as("a lock-free hit").isSameAs(outOfMemory);
+            assertThatThrownBy(() -> cache.open(handle, mapper)).as("an open's hit").isSameAs(outOfMemory);
+            cache.whileCounted = () -> { };
+            region.close();
+            assertThat(mapper.unmaps).as("unmapped at the close of its only region").hasValue(1);
+        }
+        assertThat(mapper.maps).hasValue(1);
+    }
+
+    /**
      * A mapping whose {@code segment()} or {@code mayFault()} throws once it is made (the plugin's
      * fault) is unmapped, and its bytes are not counted: it used to stay mapped, and with
      * {@code mayFault()} its bytes counted as mapped for good.
