@@ -456,6 +456,22 @@ class OwnerLeaseTest {
         }
     }
 
+    /** A dead owner's lease (unlocked), its chunk, and a file another user planted under its prefix: names in {@link #shared}. */
+    private record DeadOwner(String lease, String chunk, String planted) {}
+
+    /** Makes a {@link DeadOwner} whose planted file belongs to {@code uid}; skips the test unless it runs as root. */
+    private DeadOwner deadOwnerWithAFilePlantedBy(int uid) throws java.io.IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Linux.libc().geteuid() == 0, "changing a file's owner takes root");
+        String owner = SharedDirectory.randomId();
+        String lease = OwnerLease.leaseName("conduit-test", owner);
+        java.nio.file.Files.createFile(shared.resolve(lease)); // unlocked: its owner is dead
+        String chunk = "conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk";
+        java.nio.file.Files.createFile(shared.resolve(chunk));
+        String planted = "conduit-test-" + owner + "-planted";
+        java.nio.file.Files.setAttribute(java.nio.file.Files.createFile(shared.resolve(planted)), "unix:uid", uid);
+        return new DeadOwner(lease, chunk, planted);
+    }
+
     /**
      * A file another user planted under a dead owner's prefix (anyone may, in a sticky directory
      * such as /dev/shm, where only its maker or root may remove it) is not the owner's: the
@@ -464,22 +480,13 @@ class OwnerLeaseTest {
      */
     @Test
     void aFileAnotherUserPlantedUnderADeadOwnersNameKeepsNoLease() throws Exception {
-        Libc libc = Linux.libc();
-        org.junit.jupiter.api.Assumptions.assumeTrue(libc.geteuid() == 0, "changing a file's owner takes root");
-        String owner = SharedDirectory.randomId();
-        String leaseName = OwnerLease.leaseName("conduit-test", owner);
-        java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead
-        String chunk = "conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk";
-        java.nio.file.Files.createFile(shared.resolve(chunk));
-        String plantedName = "conduit-test-" + owner + "-planted";
-        java.nio.file.Path planted = java.nio.file.Files.createFile(shared.resolve(plantedName));
-        java.nio.file.Files.setAttribute(planted, "unix:uid", 54321);
+        DeadOwner dead = deadOwnerWithAFilePlantedBy(54321);
         // Root may remove it from a sticky directory; the user who reclaims, as a rule, may not.
-        Libc notItsMaker = unlinkFailing(plantedName::equals, dev.conduit.linux.Errno.EPERM);
+        Libc notItsMaker = unlinkFailing(dead.planted()::equals, dev.conduit.linux.Errno.EPERM);
         try (SharedDirectory directory = SharedDirectory.open(notItsMaker, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
-            assertThat(OwnerLease.reclaimDead(notItsMaker, directory, "conduit-test")).containsExactlyInAnyOrder(chunk, leaseName);
+            assertThat(OwnerLease.reclaimDead(notItsMaker, directory, "conduit-test")).containsExactlyInAnyOrder(dead.chunk(), dead.lease());
         }
-        assertThat(shared.toFile().list()).containsExactly(plantedName);
+        assertThat(shared.toFile().list()).containsExactly(dead.planted());
     }
 
     /**
@@ -527,24 +534,17 @@ class OwnerLeaseTest {
      */
     @Test
     void aReclaimByRootLeavesAnotherUsersFileUnderADeadOwnersPrefix() throws Exception {
+        DeadOwner dead = deadOwnerWithAFilePlantedBy(54321);
         Libc libc = Linux.libc();
-        org.junit.jupiter.api.Assumptions.assumeTrue(libc.geteuid() == 0, "changing a file's owner takes root");
-        String owner = SharedDirectory.randomId();
-        String leaseName = OwnerLease.leaseName("conduit-test", owner);
-        java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead
-        String chunk = "conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk";
-        java.nio.file.Files.createFile(shared.resolve(chunk));
-        String plantedName = "conduit-test-" + owner + "-planted";
-        java.nio.file.Files.setAttribute(java.nio.file.Files.createFile(shared.resolve(plantedName)), "unix:uid", 54321);
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
             OwnerLease.ReclaimListener ignored = new OwnerLease.ReclaimListener() {
                 @Override public void removed(String o, String name, long bytes) { }
                 @Override public void notRemoved(String o, String name, dev.conduit.linux.ErrnoException e) { }
             };
-            assertThat(OwnerLease.wouldReclaimDead(libc, directory, "conduit-test", ignored)).containsExactlyInAnyOrder(chunk, leaseName);
-            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).containsExactlyInAnyOrder(chunk, leaseName);
+            assertThat(OwnerLease.wouldReclaimDead(libc, directory, "conduit-test", ignored)).containsExactlyInAnyOrder(dead.chunk(), dead.lease());
+            assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).containsExactlyInAnyOrder(dead.chunk(), dead.lease());
         }
-        assertThat(shared.toFile().list()).containsExactly(plantedName);
+        assertThat(shared.toFile().list()).containsExactly(dead.planted());
     }
 
     /**
@@ -558,15 +558,7 @@ class OwnerLeaseTest {
      */
     @Test
     void aReclaimRunningAsTheOverflowUidLeavesAnUnmappedUsersFileUnderADeadOwnersPrefix() throws Exception {
-        Libc libc = Linux.libc();
-        org.junit.jupiter.api.Assumptions.assumeTrue(libc.geteuid() == 0, "changing a file's owner takes root");
-        String owner = SharedDirectory.randomId();
-        String leaseName = OwnerLease.leaseName("conduit-test", owner);
-        java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead
-        String chunk = "conduit-test-" + owner + "-" + SharedDirectory.randomId() + ".chunk";
-        java.nio.file.Files.createFile(shared.resolve(chunk));
-        String plantedName = "conduit-test-" + owner + "-planted";
-        java.nio.file.Files.setAttribute(java.nio.file.Files.createFile(shared.resolve(plantedName)), "unix:uid", 4321);
+        DeadOwner dead = deadOwnerWithAFilePlantedBy(4321);
         java.nio.file.Files.setAttribute(shared, "unix:uid", 4322);
         java.nio.file.Files.setAttribute(shared, "unix:mode", 01777);
         try {
@@ -581,9 +573,9 @@ class OwnerLeaseTest {
             String output = new String(child.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
             assertThat(child.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as("the child ended (a hang guard)").isTrue();
             assertThat(child.exitValue()).as(output).isZero();
-            assertThat(output.lines().filter(l -> l.startsWith("conduit-test-"))).as(output).containsExactlyInAnyOrder(chunk, leaseName);
+            assertThat(output.lines().filter(l -> l.startsWith("conduit-test-"))).as(output).containsExactlyInAnyOrder(dead.chunk(), dead.lease());
             assertThat(output).doesNotContain("WARNING");
-            assertThat(shared.toFile().list()).containsExactly(plantedName);
+            assertThat(shared.toFile().list()).containsExactly(dead.planted());
         } finally {
             java.nio.file.Files.setAttribute(shared, "unix:uid", 0);
         }
