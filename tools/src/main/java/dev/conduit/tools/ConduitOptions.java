@@ -1,7 +1,9 @@
 package dev.conduit.tools;
 
 import dev.conduit.ConduitBuilder;
+import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.TypeConversionException;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -18,7 +20,7 @@ final class ConduitOptions {
 
     // Not final: picocli assigns option fields by reflection. Of a type of its own: picocli makes a new map of the field's
     // type at each parse, and puts into it what it parsed.
-    @Option(names = {"-D", "--set"}, paramLabel = "KEY=VALUE",
+    @Option(names = {"-D", "--set"}, paramLabel = "KEY=VALUE", converter = KeyConverter.class,
             description = "Sets a configuration key as the builder would: the strongest source. Repeatable; the last value "
                     + "of a key wins; the conduit. prefix is optional. E.g. --set transports=memfd, -D shared.dir=/mnt/shm.")
     private InOrderGiven settings = new InOrderGiven();
@@ -36,6 +38,25 @@ final class ConduitOptions {
     ConduitBuilder applyTo(ConduitBuilder builder) {
         settings.forEach(builder::set);
         return builder;
+    }
+
+    /**
+     * A key as given before the first {@code '='}, refused when it is empty once its optional
+     * {@code conduit.} prefix is dropped: {@code --set =x} passed to the builder as key {@code ''},
+     * and the build failed with exit code 1 as "unknown config key ''" (until 2026-12-07,
+     * ConduitCommandTest#aSettingWithAnEmptyKeyIsAUsageErrorShowingTheForm), which read as a key
+     * the user had misspelt, not as a command line missing its key.
+     */
+    static final class KeyConverter implements ITypeConverter<String> {
+        @Override
+        public String convert(String key) {
+            String named = key.startsWith("conduit.") ? key.substring("conduit.".length()) : key;
+            if (named.isBlank()) {
+                throw new TypeConversionException("the key before '=' is empty in '" + key + "=...': give it as KEY=VALUE, "
+                        + "e.g. --set transports=memfd or -D shared.dir=/mnt/shm");
+            }
+            return key;
+        }
     }
 
     /**

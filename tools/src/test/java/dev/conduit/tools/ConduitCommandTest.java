@@ -45,6 +45,23 @@ class ConduitCommandTest {
     }
 
     /**
+     * A setting whose key is empty, also once its conduit. prefix is dropped, is a usage error that
+     * says so and shows the form: until 2026-12-07 {@code --set =x} reached the builder and failed
+     * with exit code 1 as "unknown config key ''".
+     */
+    @Test
+    void aSettingWithAnEmptyKeyIsAUsageErrorShowingTheForm() {
+        for (String setting : List.of("=x", "=", " =x", "conduit.=x")) {
+            Result result = conduit.run("info", "--set", setting);
+
+            assertThat(result.exitCode()).as(setting).isEqualTo(ConduitCommand.EXIT_USAGE);
+            assertThat(result.err()).as(setting).contains("the key before '=' is empty in '" + setting.substring(0, setting.indexOf('='))
+                    + "=...'", "KEY=VALUE, e.g. --set transports=memfd").doesNotContain("unknown config key");
+            assertThat(result.out()).as(setting).isEmpty();
+        }
+    }
+
+    /**
      * A bad selection given with --set says where it was set, and that --set is what Conduit calls
      * its builder: a user of the command never touched one (found by review).
      */
