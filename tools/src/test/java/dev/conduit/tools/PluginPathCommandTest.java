@@ -79,20 +79,25 @@ class PluginPathCommandTest {
     /**
      * A plugin directory this user may read but not search (r--): its names list, but no entry can be looked at, so
      * every jar and sub-directory in it was taken for neither and skipped without a word, {@code conduit info} showing
-     * no plugin and no reason. Each is now reported, with EACCES and the remedy.
+     * no plugin and no reason. It is reported once, with EACCES, the remedy and the names it holds: until 2026-12-07
+     * each entry was reported BROKEN on its own, a README as much as a plugin, each with the same cause and remedy.
      */
     @Test
-    void aPluginDirectoryThisUserMayReadButNotSearchReportsEveryPluginInIt() throws Exception {
+    void aPluginDirectoryThisUserMayReadButNotSearchIsReportedOnceNamingItsEntries() throws Exception {
         Path plugins = Files.createDirectory(tmp.resolve("plugins"));
-        Path jar = Files.createFile(plugins.resolve("acme.jar"));
-        Path plugin = Files.createDirectory(plugins.resolve("zeta"));
+        Files.createFile(plugins.resolve("acme.jar"));
+        Files.createDirectory(plugins.resolve("zeta"));
+        Files.createFile(plugins.resolve("README"));
         Files.setPosixFilePermissions(plugins, java.nio.file.attribute.PosixFilePermissions.fromString("r--r--r--"));
 
         Output result = ConduitProcess.runThrough(ConduitProcess.WITHOUT_DAC_OVERRIDE, "info", "--set", "plugin.path=" + plugins);
 
-        String notSearchable = ": EACCES (plugin directory " + plugins + " lets this user, " + USER + ", list it but not search "
-                + "it): make it searchable for this user (chmod u+x or its group's or others' bits), or fix plugin.path (from ";
-        assertThat(unwrapped(result)).contains("cannot look at " + jar + notSearchable, "cannot look at " + plugin + notSearchable);
+        String unwrapped = unwrapped(result);
+        assertThat(unwrapped).contains("cannot look at the entries of plugin directory " + plugins + " (3: README, acme.jar, zeta), "
+                + "so none of them, jar or plugin's sub-directory, can be loaded: EACCES (plugin directory " + plugins + " lets this "
+                + "user, " + USER + ", list it but not search it): make it searchable for this user (chmod u+x or its group's or "
+                + "others' bits), or fix plugin.path (from ").doesNotContain("cannot look at " + plugins.resolve("README"));
+        assertThat(unwrapped.split("PluginRegistry report", -1)).as("one WARNING, for the directory:%n%s", unwrapped).hasSize(2);
     }
 
     /** A plugin directory this user may search but not read (--x): its names cannot be listed, which is said as for no mode at all. */

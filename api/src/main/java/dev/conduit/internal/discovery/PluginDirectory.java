@@ -112,14 +112,16 @@ final class PluginDirectory {
                     + directory + ": " + listFailure(e, "fix plugin.path (from " + pathSource + ")")));
             return found;
         }
+        if (!entries.isEmpty() && unreachable(entries.getFirst())) {
+            // Listed but not searchable (r--): no entry can be looked at, and each passed for neither a jar nor a directory,
+            // every plugin skipped without a word (until 2026-12-07). Said once, for the directory, the one cause: which entry is
+            // a directory cannot be told, and each reported on its own had a README BROKEN beside the plugins.
+            found.add(Candidate.broken(directory.toString(), "plugin directory " + directory, "cannot look at the entries of plugin "
+                    + "directory " + directory + " (" + entries.size() + ": " + names(entries) + "), so none of them, jar or plugin's "
+                    + "sub-directory, can be loaded: " + notSearchable(directory, "fix plugin.path (from " + pathSource + ")")));
+            return found;
+        }
         for (Path entry : entries) {
-            if (unreachable(entry)) {
-                // Listed but not searchable (r--): no entry can be looked at, and each passed for neither a jar nor a
-                // directory, every plugin skipped without a word (until 2026-12-07).
-                found.add(Candidate.broken(entry.getFileName().toString(), "plugin directory " + entry, "cannot look at " + entry
-                        + ": " + notSearchable(directory, "fix plugin.path (from " + pathSource + ")")));
-                continue;
-            }
             List<Path> jars;
             if (Files.isDirectory(entry)) {
                 List<Path> listed;
@@ -199,6 +201,13 @@ final class PluginDirectory {
                 ? "EACCES (" + ServiceDiscovery.describe(cause) + "): make it readable and searchable for this user ("
                 + System.getProperty("user.name") + ", chmod u+rx or its group's or others' bits), or " + otherwise
                 : cause.getClass().getSimpleName() + " (" + ServiceDiscovery.describe(cause) + "): " + otherwise;
+    }
+
+    /** The names of the first few of {@code entries}, and how many more there are. */
+    private static String names(List<Path> entries) {
+        int shown = Math.min(entries.size(), 8);
+        String names = entries.subList(0, shown).stream().map(p -> p.getFileName().toString()).collect(Collectors.joining(", "));
+        return shown == entries.size() ? names : names + " and " + (entries.size() - shown) + " more";
     }
 
     /** Why the entries of {@code directory}, which this user may list, cannot be looked at, and what to do, or {@code otherwise}. */
