@@ -12,7 +12,10 @@ import java.util.Set;
  * {@code provides dev.conduit.spi.ConduitPlugin with ...} in {@code module-info.java} and in
  * {@code META-INF/services/dev.conduit.spi.ConduitPlugin} for class-path users.
  *
- * <p><b>Who calls it:</b> the runtime only. It reads the metadata once at discovery. Unless the
+ * <p><b>Who calls it:</b> the runtime only. It reads the metadata once at discovery, on the thread
+ * that builds the {@code Conduit}, not bounded in time: the constructor, the metadata methods and
+ * {@link #checkConfig} return at once and wait for nothing (a file, a device, a lock), or the build
+ * waits with them, for ever if they never return. Unless the
  * {@code transports} setting leaves the plugin out, it calls {@link #probe(PluginContext)}, bounded
  * in time: a probe that throws or hangs makes the plugin unavailable, and never makes discovery
  * fail. Then it calls the {@code open...} operations of the capabilities the plugin
@@ -100,7 +103,8 @@ public interface ConduitPlugin {
      * checks a value alone), such as "devdax.device names an alias of devdax.devices". The runtime
      * calls it when the {@code Conduit} is built, after every key has parsed, for every plugin whose
      * keys it declared, whether or not the plugin is then probed or used, so that a bad
-     * combination fails the build, not the first open. It must only read {@code config}. A
+     * combination fails the build, not the first open. It must only read {@code config}, and
+     * return at once: it runs on the building thread, not bounded in time. A
      * {@link ConfigException} fails the build: make it with {@link ConfigKey#badValue} and
      * {@link Config#sourceOf}, so it names key, variable, value, source, the other key and the
      * remedy; any other exception, an {@code Error} too but the JVM's own (out of memory, a stack
