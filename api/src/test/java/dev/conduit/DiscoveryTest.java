@@ -311,6 +311,28 @@ class DiscoveryTest {
         }
     }
 
+    /**
+     * A builder key that neither the refused plugin nor its stand-in declares (a misspelling) fails
+     * the build as unknown, as it would with the stand-in alone: unknown builder keys were rejected
+     * before the stand-in declared its keys, while the refused one's name still counted as a plugin
+     * left unread, and until 2026-12-07 {@code dup.szie} passed, read by nothing, without a word.
+     */
+    @Test
+    void aMisspeltBuilderKeyOfAStandInFailsTheBuildAsUnknown() {
+        ConfigKey<Long> size = ConfigKey.integer("dup.size", 1, 0, 99, "Size.");
+        TestPlugin dupDax = TestPlugin.named("dup-dax").configKeys(ConfigKey.string("dup-dax.path", null, "Path."));
+        TestPlugin works = TestPlugin.named("dup").version("1.0").configKeys(size);
+        TestPlugin refused = TestPlugin.named("dup").version("2.0").configKeys(size, ConfigKey.string("dup.dax.path", null, "Path."));
+
+        assertThatThrownBy(() -> isolated().set("dup.szie", "7").addPlugin(dupDax).addPlugin(refused).addPlugin(works).build().close())
+                .isInstanceOf(ConfigException.class).hasMessageStartingWith("unknown config key 'dup.szie' set in the builder")
+                .hasMessageContaining("did you mean 'dup.size'?");
+        // A key only the refused copy declares is its own, left unread with it, as before.
+        try (Conduit conduit = isolated().set("dup.dax.path", "/x").addPlugin(dupDax).addPlugin(refused).addPlugin(works).build()) {
+            assertThat(conduit.selectedPlugins()).containsExactlyInAnyOrder("dup", "dup-dax");
+        }
+    }
+
     @Test
     void equalVersionsKeepTheFirstFound() {
         TestPlugin first = TestPlugin.named("dup").description("first");

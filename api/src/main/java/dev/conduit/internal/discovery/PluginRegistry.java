@@ -222,8 +222,9 @@ public final class PluginRegistry {
      * {@code transports} leaves its name ({@link #leaveOut}), and its keys are declared and checked
      * as any other's; refused or broken in turn, it leaves the name to the next. The reason of the
      * one it stands in for says so. Runs after {@link #checkConfig}'s own checks, so after
-     * {@link ConfigResolver#rejectUnknownBuilderKeys}: a builder key only the one stood in for
-     * declared is left unread, as that plugin's keys are.
+     * {@link ConfigResolver#rejectUnknownBuilderKeys}, which runs again once stand-ins declared their
+     * keys: a builder key only the one stood in for declared is left unread, as that plugin's keys
+     * are, and one that neither declares (a misspelling) fails the build as unknown.
      */
     private static void standIn(List<PluginRecord> records, ConfigResolver config) {
         for (PluginRecord standIn = nextStandIn(records); standIn != null; standIn = nextStandIn(records)) {
@@ -247,6 +248,8 @@ public final class PluginRegistry {
                 config.leaveUnread(standIn.name, standIn.configKeys, whyUnread(standIn));
                 continue;
             }
+            // Its name no longer that of a plugin left unread: a builder key under it that it does not declare is unknown.
+            config.rejectUnknownBuilderKeys();
             ConfigException failed = config.validate().get(standIn.name);
             if (failed != null) {
                 broken(standIn, failed.getMessage(), failed);
