@@ -117,7 +117,9 @@ final class Inbound extends VerbsTransport.Connection {
      * {@code slot}, posts the receive buffers and moves it to RTS. Runs on the wire-up server's
      * thread; the transport takes the connection from there. When that fails, whatever was built
      * is torn down and {@code releaseSlot} run, unless the device may still write into it (a queue
-     * pair or registration that could not be torn down), as {@link #close()} keeps the slot then.
+     * pair or registration that could not be torn down): then the slot stays taken, as
+     * {@link #close()} keeps it, and the transport runs the teardown again until it succeeds
+     * ({@link VerbsTransport#keepFromWireup}).
      */
     static Inbound build(VerbsTransport transport, SocketChannel wireup, WireFormat.Wireup request, int slot, int generation,
                          Runnable releaseSlot) {
@@ -146,9 +148,14 @@ final class Inbound extends VerbsTransport.Connection {
             // Completions of receives posted before the failure name a slot no connection holds with this generation: dropped.
             Teardown teardown = new Teardown("closing a connection that could not be built").queuePair(qp).region(credit).region(receive);
             if (arena != null) teardown.memory(arena);
+            // What could not be torn down may still complete into the slot: it stays taken, as close() keeps it, until the
+            // transport's retry of the teardown succeeded.
+            if (teardown.deviceMayWrite()) {
+                transport.keepFromWireup(teardown, slot);
+            } else {
+                releaseSlot.run();
+            }
             teardown.suppressedInto(e);
-            // What could not be torn down may still complete into the slot: it stays taken, as close() keeps it.
-            if (!teardown.deviceMayWrite()) releaseSlot.run();
             throw e;
         }
     }
@@ -295,14 +302,16 @@ final class Inbound extends VerbsTransport.Connection {
     /**
      * Closes the wire-up socket, the queue pair, the registrations and the buffers, each even when
      * an earlier one fails; buffers the device may still write into (a queue pair or registration
-     * that could not be torn down) are kept, not freed, and the exception says so.
+     * that could not be torn down) are kept, not freed, and the exception says so, until the
+     * transport's retry of the teardown succeeded.
      */
     void close() {
         Teardown teardown = new Teardown("closing an inbound connection").socket(wireup).queuePair(qp).region(receive).region(creditSource)
                 .other(records::close).memory(arena);
         // A queue pair that could not be destroyed still has receives posted, and its errors would still complete into the
-        // shared receive queue, sized for the inbound limit: its slot is not handed to a new connection.
-        transport.unregister(this, !teardown.deviceMayWrite());
+        // shared receive queue, sized for the inbound limit: its slot is not handed to a new connection until a retry of the
+        // teardown destroyed it.
+        transport.unregister(this, teardown);
         teardown.rethrow();
     }
 

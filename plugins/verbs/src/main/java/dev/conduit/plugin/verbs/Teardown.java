@@ -6,6 +6,8 @@ import dev.conduit.spi.ConduitException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Closes what a connection or a chunk holds, in order, going on past every failure (an
@@ -15,8 +17,10 @@ import java.nio.channels.SocketChannel;
  * <p>A queue pair that {@code ibv_destroy_qp} could not destroy may still have receives posted
  * into its buffers, and a region that {@code ibv_dereg_mr} could not deregister still lets the
  * adapter (and peers holding its remote key) write into it. Freeing that memory would hand it back
- * to the allocator while the device can still write into it: then the memory is kept, never
- * freed (the kernel releases it with the process), and the failure says so.
+ * to the allocator while the device can still write into it: then the memory is kept, and the
+ * failure says so. Such a teardown is not over: {@link #retry} closes what failed again (a failed
+ * {@link Verbs} close leaves its object open for that) and frees the memory once all of it went;
+ * the transport keeps it and retries it ({@link VerbsTransport#unregister(VerbsTransport.Connection, Teardown)}).
  */
 final class Teardown {
 
@@ -25,6 +29,12 @@ final class Teardown {
     private Throwable later;
     private boolean deviceMayWrite;
     private long keptBytes;
+    /** The queue pair and registrations whose close failed, in teardown order: what {@link #retry} closes again. */
+    private final List<AutoCloseable> held = new ArrayList<>();
+    /** The memory {@link #memory} did not free because of them, freed by the {@link #retry} that closes the last. */
+    private Arena keptMemory;
+    /** Whether a transport keeps this teardown to {@link #retry} it: the failure then says so. */
+    private boolean retried;
 
     /** @param what the object torn down, for the message: "closing the connection to 10.0.0.2:4791" */
     Teardown(String what) {
@@ -50,6 +60,7 @@ final class Teardown {
                 qp.close();
             } catch (RuntimeException | Error e) {
                 deviceMayWrite = true;
+                held.add(qp);
                 add(e);
             }
         }
@@ -64,6 +75,7 @@ final class Teardown {
                 mr.close();
             } catch (RuntimeException | Error e) {
                 deviceMayWrite = true;
+                held.add(mr);
                 add(e);
             }
         }
@@ -82,10 +94,50 @@ final class Teardown {
 
     /** Frees the memory of the regions and queue pairs above, unless one of them failed to close: then it is kept. */
     Teardown memory(Arena arena) {
-        if (!deviceMayWrite) {
+        if (deviceMayWrite) {
+            keptMemory = arena;
+        } else {
             other(arena::close);
         }
         return this;
+    }
+
+    /**
+     * Closes again, in their order, the queue pair and registrations whose close failed, each even
+     * when an earlier one fails again, and frees the memory kept for them once none is left. What
+     * failed before is forgotten: {@link #failure()} and {@link #deviceMayWrite()} then tell what
+     * this retry left.
+     *
+     * @return whether nothing is held any more
+     */
+    boolean retry() {
+        List<AutoCloseable> again = List.copyOf(held);
+        held.clear();
+        first = null;
+        later = null;
+        deviceMayWrite = false;
+        for (AutoCloseable c : again) {
+            try {
+                c.close();
+            } catch (RuntimeException | Error e) {
+                deviceMayWrite = true;
+                held.add(c);
+                add(e);
+            } catch (Exception e) {
+                throw new AssertionError("a Verbs close throws no checked exception", e);
+            }
+        }
+        if (!deviceMayWrite && keptMemory != null) {
+            Arena memory = keptMemory;
+            keptMemory = null;
+            other(memory::close);
+        }
+        return held.isEmpty();
+    }
+
+    /** What the failed teardown was: "closing the connection to 10.0.0.2:4791". */
+    String what() {
+        return what;
     }
 
     private void add(Throwable e) {
@@ -130,7 +182,32 @@ final class Teardown {
 
     private String kept() {
         return "its " + keptBytes + " bytes of registered memory are kept allocated, not freed, because the device may still write "
-                + "into them (a queue pair or registration of them is still there); they are released when the process exits";
+                + "into them (a queue pair or registration of them is still there); " + (retried ? "the worker tries again at its "
+                + "liveness looks (" + VerbsConfig.LIVENESS_INTERVAL.name() + ") and at the latest in its close, and frees them and "
+                + "the connection's slot once that succeeds" : "they are released when the process exits");
+    }
+
+    /**
+     * What a failed {@link #retry} left held and why, for the last word on it: every failure's
+     * message (the call, the object, the errno), and the memory kept.
+     */
+    String whyHeld() {
+        StringBuilder why = new StringBuilder();
+        java.util.ArrayDeque<Throwable> failures = new java.util.ArrayDeque<>();
+        if (first != null) failures.add(first);
+        if (later != null) failures.add(later);
+        for (Throwable t; (t = failures.poll()) != null; ) {
+            why.append(why.isEmpty() ? "" : "; ").append(describe(t));
+            failures.addAll(List.of(t.getSuppressed()));
+        }
+        return why + "; what failed stays on the device, and its " + keptBytes + " bytes of registered memory stay allocated, as "
+                + "the device may still write into them";
+    }
+
+    /** Marks this teardown as kept by a transport that {@link #retry retries} it, which its failure then says. */
+    Teardown retried() {
+        retried = true;
+        return this;
     }
 
     /** An exception's message (an errno's, naming the call), an {@code Error} by its class as well. */

@@ -15,7 +15,9 @@ import java.util.List;
  * <p>Every {@code close} here ({@code ibv_close_device}, {@code ibv_dealloc_pd},
  * {@code ibv_dereg_mr}, {@code ibv_destroy_*}) is thread-safe and a no-op once it succeeded; one
  * that failed leaves its object open, still held on the device, and a later close tries the call
- * again. The close of a queue pair, completion queue or channel waits for a call of its data path
+ * again: the transport keeps a connection's teardown that failed and runs it again at its liveness
+ * looks and in its close ({@link Teardown#retry}), and only then frees the memory the device may
+ * write into. The close of a queue pair, completion queue or channel waits for a call of its data path
  * under way on another thread (a post, modify, poll, notification request or event taken), and
  * from its start, whether its destroy then succeeds or not, those calls throw
  * {@link IllegalStateException} without reaching the library.

@@ -93,7 +93,7 @@ final class VerbsConfig {
 
     static final ConfigKey<Duration> LIVENESS_INTERVAL = ConfigKey.duration("verbs.liveness.interval", Duration.ofMillis(20),
             "How often progress and await look at the wire-up connections for the end of stream of dead peers (new "
-                    + "peers are taken at once); await sleeps at most this long.");
+                    + "peers are taken at once) and try again a connection's teardown that failed; await sleeps at most this long.");
 
     static final ConfigKey<Duration> HEARTBEAT_TIMEOUT = ConfigKey.duration("verbs.heartbeat.timeout", Duration.ofSeconds(10),
             "How long a peer's host may stay silent (crashed, powered off, network cut) before its connections fail: "

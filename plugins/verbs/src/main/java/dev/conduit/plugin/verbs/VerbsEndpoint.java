@@ -181,14 +181,18 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         }
     }
 
-    /** Closes everything, each even when an earlier one fails; the caller reports or rethrows what failed. */
+    /**
+     * Closes everything, each even when an earlier one fails, and unregisters {@code endpoint}
+     * ({@code null}: not registered yet) from its transport, which keeps a teardown that left
+     * something on the device to try again ({@link VerbsTransport#unregister(VerbsTransport.Connection, Teardown)});
+     * the caller reports or rethrows what failed.
+     */
     private static Teardown release(VerbsTransport transport, VerbsEndpoint endpoint, WireFormat.Address peer, SocketChannel channel,
                                     Verbs.MemoryRegion credit, Verbs.MemoryRegion ring, Verbs.QueuePair qp, Arena arena) {
-        if (endpoint != null) {
-            transport.unregister(endpoint);
-        }
-        return new Teardown("closing the connection to " + peer.host() + ":" + peer.tcpPort()).socket(channel).queuePair(qp)
+        Teardown teardown = new Teardown("closing the connection to " + peer.host() + ":" + peer.tcpPort()).socket(channel).queuePair(qp)
                 .region(credit).region(ring).memory(arena);
+        transport.unregister(endpoint, teardown);
+        return teardown;
     }
 
     boolean isConnecting() {
@@ -729,10 +733,9 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             draining = e;
         }
         transport.closed(this);
-        Teardown teardown = release(transport, null, peer, wireup, creditWord, ring, qp, arena);
         // A queue pair that could not be destroyed may still complete its outstanding work into the send queue, sized for
-        // the outbound limit: its slot is not handed to a new endpoint (as an inbound connection's close keeps its slot).
-        transport.unregister(this, !teardown.deviceMayWrite());
+        // the outbound limit: its slot is not handed to a new endpoint until a retry of the teardown destroyed it.
+        Teardown teardown = release(transport, this, peer, wireup, creditWord, ring, qp, arena);
         switch (draining) {
             case null -> teardown.rethrow();
             case RuntimeException e -> throw teardown.suppressedInto(e);

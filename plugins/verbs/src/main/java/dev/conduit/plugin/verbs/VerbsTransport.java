@@ -3,6 +3,7 @@ package dev.conduit.plugin.verbs;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.PollEvents;
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.EndpointEvents;
@@ -27,6 +28,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * The verbs transport of one worker: reliable-connected queue pairs, one per connection, wired up
@@ -338,8 +341,88 @@ final class VerbsTransport implements Transport {
                 + "when the device's max_cqe is small: lower " + VerbsConfig.SEND_BUFFERS.nameAndVariable() + ")");
     }
 
-    void unregister(Connection c) {
-        unregister(c, true);
+    /**
+     * Stops routing completions to {@code c} ({@code null}: a connection that never had a slot),
+     * torn down by {@code teardown}: frees its slot, unless
+     * the teardown left its queue pair or a registration on the device. Then the slot stays taken
+     * (that queue pair may still complete work into this worker's completion queues, which are sized
+     * for the slots) and the teardown is kept: {@link #retryKeptTeardowns} runs it again at every
+     * liveness look and in {@link #close()}, before the queues are closed, and frees the slot once
+     * it succeeded. On the progress thread.
+     */
+    void unregister(Connection c, Teardown teardown) {
+        int slot = c != null && c.slot >= 0 && connections[c.slot] == c ? c.slot : -1;
+        boolean held = teardown.deviceMayWrite();
+        if (c != null) {
+            unregister(c, !held);
+        }
+        if (held) {
+            keptTeardowns.add(new KeptTeardown(teardown.retried(), slot));
+        }
+    }
+
+    /**
+     * Keeps {@code teardown} of a connection the wire-up thread could not build, which left a queue
+     * pair or registration on the device, with its inbound {@code slot} (taken until the teardown
+     * succeeded). Thread-safe: the progress thread takes it over at its next retry.
+     */
+    void keepFromWireup(Teardown teardown, int slot) {
+        keptByWireup.add(new KeptTeardown(teardown.retried(), slot));
+    }
+
+    /** A teardown that left something on the device, and the slot it holds ({@code -1}: none). */
+    private record KeptTeardown(Teardown teardown, int slot) {
+    }
+
+    /** Teardowns that left a queue pair or registration on the device: retried until they succeed. Progress thread only. */
+    private final List<KeptTeardown> keptTeardowns = new ArrayList<>();
+    /** Those of connections the wire-up thread could not build, on their way to {@link #keptTeardowns}. */
+    private final Queue<KeptTeardown> keptByWireup = new ConcurrentLinkedQueue<>();
+
+    /**
+     * Runs every kept teardown again; one that succeeds frees its memory and its slot, one that
+     * fails again stays kept. Throws nothing: a teardown's failure was thrown when its connection
+     * closed, and the caller decides what to say of a repeated one.
+     *
+     * @return the teardowns whose retry failed, with their {@link Teardown#failure()} of this retry
+     */
+    private List<Teardown> retryKeptTeardowns() {
+        for (KeptTeardown k; (k = keptByWireup.poll()) != null; ) {
+            keptTeardowns.add(k);
+        }
+        if (keptTeardowns.isEmpty()) {
+            return List.of();
+        }
+        List<Teardown> failed = new ArrayList<>();
+        for (KeptTeardown k : List.copyOf(keptTeardowns)) {
+            if (k.teardown().retry()) {
+                keptTeardowns.remove(k);
+                freeSlot(k.slot());
+            }
+            if (k.teardown().failure() != null) {
+                failed.add(k.teardown());
+            }
+        }
+        return failed;
+    }
+
+    /** Frees the slot a kept teardown held: an outbound one held by {@link #KEPT}, an inbound one by the wire-up server. */
+    private void freeSlot(int slot) {
+        if (slot < 0) {
+            return;
+        }
+        if (slot < MAX_CONNECTIONS) {
+            if (connections[slot] == KEPT) {
+                connections[slot] = null;
+            }
+        } else {
+            wireupServer.release(slot);
+        }
+    }
+
+    /** Teardowns kept because they left something on the device, for tests. */
+    int keptTeardowns() {
+        return keptTeardowns.size() + keptByWireup.size();
     }
 
     /** Inbound slots taken, for tests. */
@@ -349,10 +432,10 @@ final class VerbsTransport implements Transport {
 
     /**
      * Stops routing completions to {@code c}; with {@code releaseSlot} false, its slot stays taken
-     * for good (its queue pair could not be destroyed and may still complete work): an inbound's by
-     * the wire-up server, an outbound one by {@link #KEPT}.
+     * (its queue pair could not be destroyed and may still complete work): an inbound's by the
+     * wire-up server, an outbound one by {@link #KEPT}, until {@link #freeSlot}.
      */
-    void unregister(Connection c, boolean releaseSlot) {
+    private void unregister(Connection c, boolean releaseSlot) {
         if (c.slot >= 0 && connections[c.slot] == c) {
             connections[c.slot] = c.slot < MAX_CONNECTIONS && !releaseSlot ? KEPT : null;
             if (c.slot >= MAX_CONNECTIONS && releaseSlot) {
@@ -578,6 +661,11 @@ final class VerbsTransport implements Transport {
             events += handleAsyncEvents();
         } catch (RuntimeException | Error e) {
             failure = e;
+        }
+        for (Teardown t : retryKeptTeardowns()) {
+            if (Cleanup.isTheJvmsOwn(t.failure())) {
+                failure = add(failure, t.failure());
+            }
         }
         for (Inbound in : List.copyOf(inbounds)) {
             if (in.peerGone()) {
@@ -970,6 +1058,17 @@ final class VerbsTransport implements Transport {
                 closeInbound(in);
             } catch (RuntimeException | Error ex) {
                 failure = add(failure, ex);
+            }
+        }
+        // Before the queues: a queue pair left on them keeps them (and the protection domain) from being destroyed.
+        for (Teardown t : retryKeptTeardowns()) {
+            if (t.deviceMayWrite()) {
+                logger.log(System.Logger.Level.WARNING, "verbs: closing the worker on device " + domain.deviceName() + ": "
+                        + t.what() + " failed again: " + t.whyHeld() + "; and this worker's completion queues, completion channel "
+                        + "and protection domain, which a queue pair or registration left there keeps from being destroyed, stay "
+                        + "held with it: all of it is released when the process exits");
+            } else {
+                failure = add(failure, t.failure());
             }
         }
         List<AutoCloseable> resources = List.of(wake, receiveQueue, sendQueue, channel);

@@ -53,7 +53,9 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       counted in {@link #completionQueueOverruns()}, which a correct transport never causes;</li>
  *   <li>on request ({@link #failNext}), {@code ibv_post_recv}, {@code ibv_post_send} of an RDMA
  *       write, {@code ibv_destroy_qp} and {@code ibv_dereg_mr} fail with an errno, as a provider's can; a queue pair or region that
- *       failed to go stays, as on a device, until {@link #reclaimLeftovers()};</li>
+ *       failed to go stays, as on a device, until a later close destroys it or {@link #reclaimLeftovers()}; while a queue pair
+ *       stays, {@code ibv_destroy_cq} of its completion queues and {@code ibv_dealloc_pd} of its protection domain fail with
+ *       {@code EBUSY}, as the kernel refuses them, and leave them open likewise;</li>
  *   <li>on request, {@code ibv_poll_cq} of one completion queue fails: every poll once the device is in
  *       error ({@link #failPollsAfter}), or one poll with an {@link Error} out of the call
  *       ({@link #throwFromNextPoll}).</li>
@@ -568,12 +570,24 @@ final class LoopbackVerbs implements Verbs {
         }
 
         /**
-         * Unlike {@code ibv_dealloc_pd}, not refused ({@code EBUSY}) while a queue pair or registration of it is left:
-         * the tests that make a destroy fail leave one, as the process would until it exits, and then close the transport.
+         * Refused with {@code EBUSY} while a queue pair of it is left, as {@code ibv_dealloc_pd} is, and open until a later
+         * close or {@link #reclaimLeftovers()}; unlike it, not while a registration of it is left: the tests that make a
+         * deregistration fail leave one, as the process would until it exits, and then close the provider.
          */
         @Override
         public void close() {
-            closed(toString());
+            synchronized (LoopbackVerbs.this) {
+                refuseWhileUsed("ibv_dealloc_pd", this, queuePairs.values().stream().anyMatch(qp -> qp.pd == this));
+                closed(toString());
+            }
+        }
+    }
+
+    /** Throws {@code call}'s {@code EBUSY} when {@code used}, leaving {@code object} open until a later close or {@link #reclaimLeftovers()}. */
+    private void refuseWhileUsed(String call, Object object, boolean used) {
+        if (used) {
+            leftovers.add(() -> closed(object.toString()));
+            throw new ErrnoException(call, Errno.EBUSY, "loop0", "loop0 " + object + ", which a queue pair still uses");
         }
     }
 
@@ -727,9 +741,13 @@ final class LoopbackVerbs implements Verbs {
             }
         }
 
+        /** Refused with {@code EBUSY} while a queue pair on it is left, as {@code ibv_destroy_cq} is (the kernel's use count). */
         @Override
         public void close() {
-            closed(toString());
+            synchronized (LoopbackVerbs.this) {
+                refuseWhileUsed("ibv_destroy_cq", this, queuePairs.values().stream().anyMatch(qp -> qp.sendQueue == this || qp.receiveQueue == this));
+                closed(toString());
+            }
         }
 
         @Override

@@ -7,6 +7,7 @@ import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.RemoteRegion;
 import dev.conduit.spi.TransportEndpoint;
+import dev.conduit.tck.RecordingLogger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -160,7 +161,7 @@ class TeardownTest {
      */
     @Test
     void anEndpointWhoseQueuePairCannotBeDestroyedKeepsItsSlotAndOneClosedCleanlyGivesItBack() {
-        TestWorker a = peer();
+        TestWorker a = peer("verbs.liveness.interval", "1h"); // no liveness look retries the teardown before a's close
         TestWorker b = peer();
         VerbsEndpoint first = (VerbsEndpoint) connected(a.connect(b), a, b);
         int kept = first.slot;
@@ -174,6 +175,115 @@ class TeardownTest {
         assertThat(third.slot).as("the slot of an endpoint closed cleanly, taken again").isEqualTo(freed);
         send(third, 1, "still works", a, b);
         progressUntil(() -> b.received.size() == 1, a, b);
+        assertThat(a.transport.keptTeardowns()).as("teardowns a keeps to try again").isEqualTo(1);
+    }
+
+    /**
+     * A queue pair whose {@code ibv_destroy_qp} failed once is destroyed by the worker's next
+     * liveness look, which then frees the connection's buffers and slot; the worker's close then
+     * destroys its completion queues and protection domains and closes the device context. Until
+     * 2026-12-08 nothing kept the queue pair: its slot stayed taken for good, and at the worker's
+     * close the completion queues and protection domain it was on failed to go too ({@code EBUSY}),
+     * held until the process exited.
+     */
+    @Test
+    void anEndpointsQueuePairThatFailedToBeDestroyedOnceIsDestroyedAtTheNextLivenessLookAndTheWorkerClosesCleanly() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        int before = verbs.registeredMemory().size();
+        VerbsEndpoint first = (VerbsEndpoint) connected(a.connect(b), a, b);
+        List<MemorySegment> buffers = List.copyOf(verbs.registeredMemory().subList(before, before + 2)); // the connector's
+        int slot = first.slot;
+        long queuePairs = verbs.openOf("qp ");
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY);
+
+        assertThatThrownBy(first::close).isInstanceOf(ConduitException.class).hasMessageContaining("ibv_destroy_qp(loop0 qp ")
+                .hasMessageContaining("EBUSY").hasMessageContaining("the worker tries again at its liveness looks (verbs.liveness.interval)");
+        assertThat(verbs.openOf("qp ")).as("queue pairs, the endpoint's still there").isEqualTo(queuePairs);
+
+        progressUntil(() -> verbs.openOf("qp ") == queuePairs - 1, a); // a alone: b's inbound queue pair stays until b progresses
+        assertThat(buffers).allSatisfy(buffer -> assertThat(buffer.scope().isAlive()).as("the endpoint's buffers, freed").isFalse());
+        VerbsEndpoint second = (VerbsEndpoint) connected(a.connect(b), a, b);
+        assertThat(second.slot).as("the slot of the next endpoint: the one given back").isEqualTo(slot);
+        send(second, 1, "after the retry", a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+
+        a.close();
+        b.close();
+        assertThat(verbs.open).as("queue pairs, regions, queues, channels and protection domains left after the workers closed")
+                .isEmpty();
+        assertThat(verbs.contextsOpen()).as("device contexts open").isZero();
+    }
+
+    /**
+     * An inbound connection's queue pair that failed to be destroyed once is destroyed at a later
+     * liveness look, which gives its slot back to the wire-up server.
+     */
+    @Test
+    void anInboundQueuePairThatFailedToBeDestroyedOnceIsDestroyedLaterAndItsSlotGivenBack() {
+        TestWorker a = peer();
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 1, a, b);
+        e.close(); // a's queue pair goes; b's destroy of its own, when it sees the end of stream, fails once
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY);
+        assertThatThrownBy(() -> progressUntil(() -> b.transport.inbounds().isEmpty(), b)).hasMessageContaining("ibv_destroy_qp")
+                .hasMessageContaining("EBUSY");
+        progressUntil(() -> b.transport.inboundSlotsTaken() == 0, b);
+        assertThat(verbs.openOf("qp ")).as("queue pairs left").isZero();
+        TransportEndpoint again = connected(a.connect(b), a, b);
+        send(again, 2, "in the slot given back", a, b);
+        progressUntil(() -> b.received.size() == 1, a, b);
+    }
+
+    /**
+     * A queue pair that cannot be destroyed at all: the worker's close tries once more, before its
+     * completion queues, and says in a WARNING what stays held and why (the call, the queue pair,
+     * the errno); everything else of the connection and the worker is released, and what the
+     * device refuses while the queue pair is there (its completion queues and protection domain)
+     * is what the close throws.
+     */
+    @Test
+    void aQueuePairThatCannotBeDestroyedAtAllEndsInAWarningAtTheWorkersCloseAndNothingElseIsLeft() {
+        RecordingLogger log = new RecordingLogger();
+        TestWorker a = new TestWorker(verbs, log);
+        closing.add(a);
+        TestWorker b = peer();
+        int before = verbs.registeredMemory().size();
+        VerbsEndpoint e = (VerbsEndpoint) connected(a.connect(b), a, b);
+        List<MemorySegment> buffers = List.copyOf(verbs.registeredMemory().subList(before, before + 2)); // the connector's
+        int number = e.queuePair().number();
+        verbs.failNext("ibv_destroy_qp", Integer.MAX_VALUE, Errno.EBUSY);
+        assertThatThrownBy(e::close).hasMessageContaining("EBUSY");
+        long retried = a.transport.keptTeardowns();
+        for (int i = 0; i < 1000; i++) {
+            a.transport.progress(); // its liveness looks retry, in vain
+        }
+        assertThat(a.transport.keptTeardowns()).as("kept after the retries").isEqualTo(retried).isEqualTo(1);
+        verbs.failNext("ibv_destroy_qp", 0, Errno.EBUSY); // b's queue pair is not the test's
+        progressUntil(() -> b.transport.inbounds().isEmpty(), b);
+        b.close(); // what is left on the device is then a's alone
+        verbs.failNext("ibv_destroy_qp", Integer.MAX_VALUE, Errno.EBUSY);
+        assertThat(log.warnings()).as("warnings before the close").isEmpty();
+
+        assertThatThrownBy(a::close).hasMessageContaining("ibv_destroy_cq").hasMessageContaining("EBUSY");
+
+        assertThat(log.warnings()).singleElement().asString()
+                .startsWith("verbs: closing the worker on device loop0: closing the connection to 127.0.0.1:")
+                .contains(" failed again: ibv_destroy_qp(loop0 qp " + number + "): EBUSY")
+                .contains("its " + buffers.stream().mapToLong(MemorySegment::byteSize).sum() + " bytes of registered memory stay allocated")
+                .contains("completion queues, completion channel and protection domain")
+                .contains("released when the process exits");
+        assertThat(buffers).allSatisfy(buffer -> {
+            assertThat(verbs.isRegistered(buffer)).as("deregistered").isFalse();
+            assertThat(buffer.scope().isAlive()).as("kept: the queue pair may still write into it").isTrue();
+        });
+        assertThat(List.of(verbs.openOf("qp "), verbs.openOf("cq "), verbs.openOf("mr "), verbs.openOf("channel "), (long) verbs.open.size()))
+                .as("left on the device: the queue pair, and what it keeps from being destroyed: its two completion queues and "
+                        + "a's outbound protection domain; qp, cq, mr, channel, all").containsExactly(1L, 2L, 0L, 0L, 4L);
+        assertThat(verbs.open).contains("qp " + number);
+        assertThat(verbs.contextsOpen()).as("device contexts open: a's close closed its own all the same").isZero();
+        verbs.failNext("ibv_destroy_qp", 0, Errno.EBUSY);
     }
 
     private static void send(TransportEndpoint e, int id, String payload, TestWorker... progress) {
