@@ -311,7 +311,8 @@ final class MemfdImporter implements IpcImporter {
                         pause(pauseNanos, path);
                         pauseNanos = Math.min(pauseNanos * 2, MAX_CONNECT_PAUSE_NANOS);
                     }
-                    default -> throw new ConduitException("cannot connect to the producer's socket " + path + ": " + e.getMessage(), e);
+                    default -> throw new ConduitException("cannot connect to the producer's socket " + path + ": " + e.getMessage()
+                            + "; " + socketCallRemedy(e.errno(), "connect"), e);
                 }
             }
         }
@@ -437,7 +438,8 @@ final class MemfdImporter implements IpcImporter {
                     // or it is closing: the reply, or its absence, tells which.
                     return;
                 }
-                throw new ConduitException("cannot send the request to the producer's socket " + path + ": " + e.getMessage(), e);
+                throw new ConduitException("cannot send the request to the producer's socket " + path + ": " + e.getMessage()
+                        + "; " + socketCallRemedy(e.errno(), "sendmsg"), e);
             }
             if (sent > 0) {
                 remaining = remaining.asSlice(sent);
@@ -470,7 +472,8 @@ final class MemfdImporter implements IpcImporter {
                         // The server closed with our request unread: it is going away, or gave up waiting for the request.
                         throw producerGoneOrRequestDropped(path, "reset the connection before answering", e);
                     }
-                    throw new ConduitException("cannot receive the reply from the producer's socket " + path + ": " + e.getMessage(), e);
+                    throw new ConduitException("cannot receive the reply from the producer's socket " + path + ": " + e.getMessage()
+                            + "; " + socketCallRemedy(e.errno(), "recvmsg"), e);
                 }
                 if (message.controlTruncated() && message.closedFds() == 0) {
                     throw droppedDescriptor(path);
@@ -711,6 +714,21 @@ final class MemfdImporter implements IpcImporter {
                 + MemfdConfig.CONNECT_TIMEOUT.nameAndVariable() + " (" + ConfigKey.durationText(java.time.Duration.ofNanos(connectTimeoutNanos))
                 + "): it is hung or "
                 + "busy; raise " + MemfdConfig.CONNECT_TIMEOUT.name() + " if producers serve many importers at once", cause);
+    }
+
+    /**
+     * What to do when a call on the socket to the fd server failed for a cause that neither the
+     * producer nor the handle explains: the kernel's want of memory for socket buffers, or a
+     * shortage of descriptors, passes; the socket is closed either way and nothing of the import
+     * is kept, so it may simply be made again.
+     */
+    private static String socketCallRemedy(int errno, String call) {
+        return switch (errno) {
+            case Errno.ENOMEM, Errno.ENOBUFS -> "the kernel had no memory for the socket's buffers: free memory (or raise this "
+                    + "process's cgroup memory.max), then import the handle again";
+            default -> Errno.remedy(errno, "nothing of this import is kept: import the handle again; if " + call
+                    + " fails the same way again, the kernel refuses it for the reason man 2 " + call + " gives for " + Errno.name(errno));
+        };
     }
 
     private static ConduitException protocolError(String path, String what) {

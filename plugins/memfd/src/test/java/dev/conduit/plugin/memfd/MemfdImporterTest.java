@@ -993,6 +993,30 @@ class MemfdImporterTest {
     }
 
     /**
+     * A connect, a send of the request or a receive of the reply that fails for a cause the
+     * importer has no branch for named the errno and nothing to do: now the kernel's want of
+     * memory for socket buffers says to free memory, and any other errno that the import may be
+     * made again and which call's man page explains it. Nothing is left open either way.
+     */
+    @Test
+    void aSocketCallThatFailsForAnotherCauseNamesARemedyAndLeavesNothingOpen() throws InterruptedException {
+        byte[] payload = provider.export(provider.allocate(SIZE));
+        long fds = Leaks.openFdsWhenQuiet();
+        assertThatThrownBy(() -> map(new MemfdImporter(FailingLibc.failing("connect", Errno.ETIMEDOUT), shared, 2_000_000_000L), payload, SIZE))
+                .isInstanceOf(ConduitException.class).hasMessageContaining("cannot connect to the producer's socket")
+                .hasMessageContaining("ETIMEDOUT").hasMessageContaining("nothing of this import is kept: import the handle again")
+                .hasMessageContaining("man 2 connect gives for ETIMEDOUT");
+        assertThatThrownBy(() -> map(new MemfdImporter(FailingLibc.failing("sendmsg", Errno.ENOBUFS), shared, 2_000_000_000L), payload, SIZE))
+                .isInstanceOf(ConduitException.class).hasMessageContaining("cannot send the request to the producer's socket")
+                .hasMessageContaining("ENOBUFS").hasMessageContaining("the kernel had no memory for the socket's buffers: free memory");
+        assertThatThrownBy(() -> map(new MemfdImporter(FailingLibc.failing("recvmsg", Errno.EIO), shared, 2_000_000_000L), payload, SIZE))
+                .isInstanceOf(ConduitException.class).hasMessageContaining("cannot receive the reply from the producer's socket")
+                .hasMessageContaining("EIO").hasMessageContaining("import the handle again")
+                .hasMessageContaining("man 2 recvmsg gives for EIO");
+        assertThat(Leaks.openFdsSettlingAt(fds)).isEqualTo(fds);
+    }
+
+    /**
      * A datagram or seqpacket socket under a memfd socket's name is no fd server. Connecting to
      * one used to fail with the bare "connect(...): EPROTOTYPE (Protocol wrong type for socket)".
      */
