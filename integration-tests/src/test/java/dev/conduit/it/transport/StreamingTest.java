@@ -41,6 +41,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 class StreamingTest {
 
     static final long MESSAGES = 1_000_000;
+    /**
+     * The stream of the one message that ends an exchange: in order behind everything before it on
+     * its endpoint, it shows that all of that has arrived, so a message that arrived twice is
+     * counted whenever the second copy came.
+     */
+    private static final int END = 8;
     /** How long no message may arrive, or a call's tail may take: a hang guard, not a speed check. */
     private static final Duration GUARD = Duration.ofSeconds(240);
 
@@ -60,9 +66,14 @@ class StreamingTest {
                     () -> received.summary() + "; the child's stream: " + child.status("s"));
             Map<String, String> result = child.join("s", GUARD);
             assertThat(result).containsEntry("sent", Long.toString(MESSAGES)).containsEntry("failed", "false");
+            // The end of the stream: one message of stream END after it on the same endpoint, so in order behind
+            // anything the stream delivered late (a duplicate of its last message arriving once the count was reached).
+            child.stream("end", "w", "to-test", END, Traffic.Profile.SMALL, 1, 0);
+            Setup.waitWhileProgressing(() -> received.received(END), 1, () -> false, GUARD,
+                    () -> "the end of the stream: " + received.summary() + "; the child's: " + child.status("end"));
 
             assertThat(received.errors()).as("what the receiver found wrong").isEmpty();
-            assertThat(received.messages()).isEqualTo(MESSAGES);
+            assertThat(received.messages()).as("the stream's messages and its end").isEqualTo(MESSAGES + 1);
             assertThat(received.received(7)).as("next sequence number of the stream").isEqualTo(MESSAGES);
             assertThat(local.failures()).isEmpty();
             assertThat(local.progressErrors()).isEmpty();
@@ -96,12 +107,19 @@ class StreamingTest {
             Setup.waitWhileProgressing(() -> echoes.received(3), MESSAGES, pingPong::isDone, GUARD,
                     () -> "echoes: " + echoes.summary() + "; the child: " + child.stats("w"));
             assertThat(pingPong.get(GUARD.toSeconds(), TimeUnit.SECONDS)).as("round trips").isEqualTo(MESSAGES);
+            // The end of the exchange: one message of stream END, echoed like the others. Its echo comes behind
+            // anything either side delivered late (a duplicate of the last message or of its echo).
+            local.run(() -> local.endpoint("to-child").send(Traffic.DATA, Traffic.header(Traffic.newHeader(), END, Traffic.Profile.SMALL, 0),
+                    Traffic.payload(END, Traffic.Profile.SMALL, 0)));
+            Setup.waitWhileProgressing(() -> echoes.received(END), 1, () -> false, GUARD,
+                    () -> "the echo of the end: " + echoes.summary() + "; the child: " + child.stats("w"));
 
             assertThat(echoes.errors()).as("what this JVM found wrong in the echoes").isEmpty();
             assertThat(echoes.received(3)).isEqualTo(MESSAGES);
+            assertThat(echoes.messages()).as("the echoes of the exchange and of its end").isEqualTo(MESSAGES + 1);
             Map<String, String> theirs = child.stats("w");
             assertThat(theirs).as("what the child received").containsEntry("errors", "0")
-                    .containsEntry("messages", Long.toString(MESSAGES)).containsEntry("streams", "3:" + MESSAGES);
+                    .containsEntry("messages", Long.toString(MESSAGES + 1)).containsEntry("streams", "3:" + MESSAGES + "," + END + ":1");
             child.assertNoFailures("w");
             assertThat(local.failures()).isEmpty();
         }
