@@ -23,6 +23,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -103,9 +104,13 @@ class ThreadModesAcrossProcessesTest {
                             + progress.state(),
                     Setup.pause(CHILD_POLL));
             child.assertNoFailures("r"); // a receiving thread whose progress() throws may deliver on, or stop: either fails here at once
+            assertStillProgressing(progress);
+            // The senders' tails and the local queue drain only while the progress thread runs: a throw there ends the wait.
+            Setup.waitUntil(() -> progress.isDone() || senders.stream().allMatch(Future::isDone) && ep.pending() == 0, GUARD,
+                    () -> "senders " + senders.stream().map(Future::state).toList() + ", pending " + ep.pending());
+            assertStillProgressing(progress);
             List<Long> maxPending = new ArrayList<>();
             for (Future<Long> f : senders) maxPending.add(f.get(GUARD.toSeconds(), TimeUnit.SECONDS));
-            Setup.waitUntil(() -> ep.pending() == 0, GUARD, () -> "pending " + ep.pending());
             stop.set(true);
             long rounds = progress.get(GUARD.toSeconds(), TimeUnit.SECONDS);
 
@@ -118,11 +123,17 @@ class ThreadModesAcrossProcessesTest {
         }
     }
 
+    /** Fails at once, with its exception, if the thread that progresses the worker ended before it was told to stop. */
+    private static void assertStillProgressing(Future<Long> progress) {
+        if (progress.state() == Future.State.FAILED) throw new AssertionError("the progress thread threw", progress.exceptionNow());
+        assertThat(progress.isDone()).as("the progress thread ended before it was told to stop").isFalse();
+    }
+
     /**
      * A {@code SINGLE} worker belongs to the thread that created it: every call from another
      * thread — on the worker and on its endpoint — throws {@code WrongThreadException} and does
-     * nothing (the child receives only what the owner sent). {@code signal()} is the one call any
-     * thread may make.
+     * nothing: the child receives only what the owner sent, and the handler the other thread tried
+     * to install never runs. {@code signal()} is the one call any thread may make.
      */
     @ParameterizedTest
     @ValueSource(strings = {"memfd", "posix"})
@@ -135,6 +146,7 @@ class ThreadModesAcrossProcessesTest {
             child.receive("r");
             Endpoint ep = worker.connect(r);
             MemorySegment h = Traffic.newHeader();
+            AtomicInteger misusedHandlerCalls = new AtomicInteger();
 
             List<String> misuses = List.of("send", "pending", "progress", "await", "connect", "onMessage", "address", "flush", "close");
             for (String call : misuses) {
@@ -145,7 +157,7 @@ class ThreadModesAcrossProcessesTest {
                         case "progress" -> worker.progress();
                         case "await" -> worker.await(Duration.ofMillis(1));
                         case "connect" -> worker.connect(r);
-                        case "onMessage" -> worker.onMessage(9, m -> { });
+                        case "onMessage" -> worker.onMessage(9, m -> misusedHandlerCalls.incrementAndGet());
                         case "address" -> worker.address();
                         case "flush" -> ep.flush();
                         case "close" -> worker.close();
@@ -174,6 +186,15 @@ class ThreadModesAcrossProcessesTest {
             Setup.waitWhileProgressing(() -> child.messages("r"), 100, () -> false, GUARD, () -> "messages the child took: " + child.stats("r"),
                     Setup.pause(CHILD_POLL));
             assertThat(child.stats("r")).containsEntry("errors", "0").containsEntry("streams", "0:100");
+
+            // A message of the id the other thread tried to install a handler for arrives unhandled.
+            long unhandled = worker.unhandledMessages();
+            Endpoint self = worker.connect(worker.address());
+            self.send(9, MemorySegment.NULL, MemorySegment.NULL);
+            Setup.waitWhileProgressing(() -> worker.unhandledMessages() - unhandled + misusedHandlerCalls.get(), 1, () -> false, GUARD,
+                    () -> "the message of id 9 to this worker", worker::progress);
+            assertThat(misusedHandlerCalls).as("calls of the handler installed from another thread").hasValue(0);
+            assertThat(worker.unhandledMessages()).isEqualTo(unhandled + 1);
         }
     }
 }
