@@ -491,6 +491,41 @@ public abstract class TransportContract extends PluginContract {
     }
 
     /**
+     * Once {@link TransportEndpoint#trySend} accepted a message, the caller may reuse both segments: the runtime hands it
+     * the application's own buffers ({@code Endpoint.send}), which the application refills for its next message as
+     * {@code send} returns. Here every message is sent from the same header and payload buffers, overwritten as trySend
+     * returns {@code true}. The suite's other messages are each sent from memory of its own, which nothing overwrites, and
+     * until 2026-12-07 a transport that kept a view of the payload and read it only in the receiver's progress() (the
+     * caller's memory, by then the next message's) passed every test of them.
+     */
+    @Test
+    public void aSentMessagesBuffersMayBeReusedOnceTrySendAcceptedIt() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        Numbered messages = Numbered.on(ep);
+        int count = 200;
+        MemorySegment headers = Arena.ofAuto().allocate(messages.maxHeader());
+        MemorySegment payloads = Arena.ofAuto().allocate(messages.largestPayload());
+        for (int i = 0; i < count; i++) {
+            MemorySegment header = headers.asSlice(0, messages.headerLength(i));
+            MemorySegment payload = payloads.asSlice(0, messages.payloadSize(i));
+            header.copyFrom(messages.header(i));
+            payload.copyFrom(messages.payload(i));
+            int id = i;
+            retryUntilAccepted(id, () -> ep.trySend(id, header, payload), receiver, sender);
+            // As the application does with its buffer once send returned: what the transport reads of it from now on is not message i.
+            headers.fill((byte) 0x5A);
+            payloads.fill((byte) 0x5A);
+        }
+        progressUntilDelivered(inbox, count, "messages delivered", receiver, sender);
+        messages.expectDelivered(inbox, count, i -> ", sent from buffers the caller overwrote as trySend returned true (TransportEndpoint#"
+                + "trySend: the caller may then reuse both segments, so a transport copies what it sends before it returns true, or "
+                + "returns false)");
+    }
+
+    /**
      * Zero-copy send ({@link TransportEndpoint#trySendEncoded}), where the transport offers it: the
      * encoder is called once, on {@code maxLength} bytes; what it wrote is committed and delivered in
      * order with the other messages; a claim whose encoder threw, or returned a length outside

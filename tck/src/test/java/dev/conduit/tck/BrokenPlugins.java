@@ -189,6 +189,67 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Takes a payload given as a view without copying it (zero-copy), and reads the caller's memory only when the receiver
+     * progresses: the caller reused its buffer as trySend returned, as TransportEndpoint#trySend allows, and the peer gets what
+     * replaced the bytes sent. Ranges (the runtime's local queue) it copies at once, as a transport may do by another path.
+     */
+    public static final class ReadsSendBuffersLater extends LoopbackPlugin {
+        /** The payload the endpoint's trySend is taking now, on the thread taking it; null elsewhere. */
+        private final ThreadLocal<MemorySegment> taking = new ThreadLocal<>();
+        /** Copies of payloads still to be made from the callers' memory, each into the array its message delivers. */
+        private final List<Runnable> copies = new ArrayList<>();
+
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new LoopbackEndpoint(target, events) {
+                @Override
+                public boolean trySend(int id, MemorySegment header, MemorySegment payload) {
+                    taking.set(payload);
+                    try {
+                        return super.trySend(id, header, payload);
+                    } finally {
+                        taking.remove();
+                    }
+                }
+
+                @Override
+                public boolean trySend(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                                       MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+                    byte[] header = headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE);
+                    byte[] payload = payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE);
+                    return super.trySend(id, MemorySegment.ofArray(header), MemorySegment.ofArray(payload));
+                }
+            };
+        }
+
+        @Override
+        void enqueue(LoopbackEndpoint from, Message message) {
+            MemorySegment source = taking.get();
+            if (source != null && source.byteSize() > 0) {
+                byte[] target = message.payload();
+                synchronized (copies) {
+                    copies.add(() -> MemorySegment.copy(source, ValueLayout.JAVA_BYTE, 0, target, 0, target.length));
+                }
+            }
+            super.enqueue(from, message);
+        }
+
+        @Override
+        LoopbackTransport newTransport(long id, MessageSink sink) {
+            return new LoopbackTransport(id, sink) {
+                @Override
+                public int progress() {
+                    synchronized (copies) {
+                        copies.forEach(Runnable::run);
+                        copies.clear();
+                    }
+                    return super.progress();
+                }
+            };
+        }
+    }
+
     /** Never refuses: queues without bound instead of returning false when the peer's queue is full. */
     public static final class NeverRefuses extends LoopbackPlugin {
         @Override
@@ -1438,6 +1499,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ReusesKeptPayloads();
+        }
+    }
+
+    public static final class ReadsSendBuffersLaterSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ReadsSendBuffersLater();
         }
     }
 
