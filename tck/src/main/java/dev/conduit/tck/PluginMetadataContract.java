@@ -100,7 +100,8 @@ public abstract class PluginMetadataContract extends PluginContract {
      * path, and for a jar without a module descriptor). A jar missing the one its path reads is
      * not found there, and the runtime cannot say so: it does not know the jar holds a plugin. The
      * declared class may be a superclass of what {@link #newPlugin()} returns (a suite's subclass),
-     * and a module's provider may be a factory ({@code provider()}).
+     * and a module's provider may be a factory ({@code provider()}), which is called to see what it
+     * makes; a module that provides the service with other classes only fails.
      */
     @Test
     public void itsJarDeclaresItForServiceLoader() throws java.io.IOException {
@@ -109,16 +110,20 @@ public abstract class PluginMetadataContract extends PluginContract {
         String service = ConduitPlugin.class.getName();
         Module module = type.getModule();
         if (module.isNamed()) {
-            // The module's provides (derived from the services file for an automatic module). A provider factory's declared type
-            // is often ConduitPlugin itself, so what ServiceLoader reports of it cannot be matched to the plugin's class.
-            boolean provided = module.getDescriptor().provides().stream().anyMatch(p -> p.service().equals(service));
-            assertThat(provided).as("module %s declares 'provides %s with %s;' (or a superclass, or a provider factory): "
-                    + "without it the module path and a plugin directory never find plugin '%s', and nothing says why",
-                    module.getName(), service, type.getName(), plugin.name()).isTrue();
-            String file = "META-INF/services/" + service;
-            List<String> named = servicesFile(module.getResourceAsStream(file));
             Set<String> types = new HashSet<>();
             for (Class<?> c = type; c != null; c = c.getSuperclass()) types.add(c.getName());
+            // The module's provides (derived from the services file for an automatic module): the plugin's class, a superclass,
+            // or a provider factory that makes one. A module providing another class of its own (a second plugin) passed.
+            List<String> providers = module.getDescriptor().provides().stream().filter(p -> p.service().equals(service))
+                    .flatMap(p -> p.providers().stream()).toList();
+            assertThat(providers.stream().anyMatch(types::contains) || aFactoryMakesIt(module, providers, types))
+                    .as("module %s declares 'provides %s with %s;' (or a superclass, or a provider factory whose provider() makes "
+                            + "one): it provides %s, so the module path and a plugin directory never find plugin '%s', and nothing "
+                            + "says why", module.getName(), service, type.getName(),
+                            providers.isEmpty() ? "no " + service : "it with " + providers + " only", plugin.name())
+                    .isTrue();
+            String file = "META-INF/services/" + service;
+            List<String> named = servicesFile(module.getResourceAsStream(file));
             assertThat(named).as("the classes that %s in module %s names (%s): without %s there, a jar of it on the class path is "
                     + "never found, and nothing says why", file, module.getName(), named == null ? "there is no such file" : named,
                     type.getName()).isNotNull().containsAnyElementsOf(types);
@@ -130,6 +135,28 @@ public abstract class PluginMetadataContract extends PluginContract {
             assertThat(listed).as("a META-INF/services/%s file names %s (or a superclass): without it the class path never finds "
                     + "plugin '%s', and nothing says why", service, type.getName(), plugin.name()).isTrue();
         }
+    }
+
+    /**
+     * Whether one of {@code providers}, classes of {@code module}, is a provider factory (a public static {@code provider()})
+     * whose plugin is of one of {@code types}. ServiceLoader names a factory's plugin only by {@code provider()}'s declared
+     * type, often {@code ConduitPlugin} itself: the factories of that type in the module's layer are called, as the runtime's
+     * discovery calls them, to see what they make.
+     */
+    private static boolean aFactoryMakesIt(Module module, List<String> providers, Set<String> types) {
+        Set<Class<?>> made = new HashSet<>();
+        for (String provider : providers) {
+            Class<?> c = Class.forName(module, provider);
+            if (c == null) continue;
+            for (java.lang.reflect.Method m : c.getMethods()) {
+                if (m.getName().equals("provider") && m.getParameterCount() == 0 && java.lang.reflect.Modifier.isStatic(m.getModifiers())) {
+                    made.add(m.getReturnType());
+                }
+            }
+        }
+        if (made.isEmpty() || module.getLayer() == null) return false;
+        return java.util.ServiceLoader.load(module.getLayer(), ConduitPlugin.class).stream().filter(p -> made.contains(p.type()))
+                .anyMatch(p -> types.contains(p.get().getClass().getName()));
     }
 
     /** The class names in a services file, comments and blanks left out; null when there is none. */

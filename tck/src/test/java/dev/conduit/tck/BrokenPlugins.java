@@ -1621,6 +1621,142 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * The plugin of package {@code dev.conduit.tck.modular}, made from a named module of that package in a layer of its own
+     * over the class path, as a plugin directory's jar is, whose {@code provides} names {@code provided} and whose services
+     * file names the plugin's own class: the check of a module's declarations, which the self-tests on the class path never
+     * reach otherwise. The module reads the SPI and the loopback fixture where they are, on the class path (the unnamed
+     * module); a module of the SPI's name without classes, which this layer's loader leaves to the class path, is there only
+     * because resolution wants a module exporting the service's package to one that provides it.
+     */
+    static final class InANamedModule {
+        private static final String PACKAGE = "dev.conduit.tck.modular";
+        private static final String NAME = "tck.fixture.modular";
+        private static final java.util.Map<String, ModuleLayer> LAYERS = new java.util.concurrent.ConcurrentHashMap<>();
+
+        private InANamedModule() {
+        }
+
+        static ConduitPlugin plugin(String provided) {
+            ModuleLayer layer = LAYERS.computeIfAbsent(provided, InANamedModule::layer);
+            try {
+                return (ConduitPlugin) Class.forName(layer.findModule(NAME).orElseThrow(), PACKAGE + ".ModularPlugin")
+                        .getConstructor().newInstance();
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        private static ModuleLayer layer(String provided) {
+            ClassLoader classPath = InANamedModule.class.getClassLoader();
+            String spi = ConduitPlugin.class.getPackageName();
+            java.lang.module.ModuleDescriptor fixture = java.lang.module.ModuleDescriptor.newModule(NAME).requires(spi)
+                    .packages(Set.of(PACKAGE)).provides(ConduitPlugin.class.getName(), List.of(provided)).build();
+            java.lang.module.ModuleFinder finder = finderOf(fixture, java.lang.module.ModuleDescriptor.newModule(spi).exports(spi).build());
+            java.lang.module.Configuration configuration = ModuleLayer.boot().configuration()
+                    .resolve(finder, java.lang.module.ModuleFinder.of(), Set.of(NAME));
+            ClassLoader loader = new ClassLoader("tck-modular", classPath) {
+                @Override
+                protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+                    if (!name.startsWith(PACKAGE + ".")) return super.loadClass(name, resolve);
+                    Class<?> c = findClass(NAME, name);
+                    if (c == null) throw new ClassNotFoundException(name);
+                    return c;
+                }
+
+                @Override
+                protected Class<?> findClass(String module, String name) {
+                    synchronized (getClassLoadingLock(name)) {
+                        Class<?> c = findLoadedClass(name);
+                        if (c != null || !NAME.equals(module) || !name.startsWith(PACKAGE + ".")) return c;
+                        try (var in = classPath.getResourceAsStream(name.replace('.', '/') + ".class")) {
+                            if (in == null) return null;
+                            byte[] bytes = in.readAllBytes();
+                            return defineClass(name, bytes, 0, bytes.length);
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    }
+                }
+
+                @Override
+                protected java.net.URL findResource(String module, String name) throws IOException {
+                    if (!NAME.equals(module) || !name.equals("META-INF/services/" + ConduitPlugin.class.getName())) return null;
+                    byte[] file = (PACKAGE + ".ModularPlugin\n").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                    return java.net.URL.of(java.net.URI.create("tck-modular:/" + name), new java.net.URLStreamHandler() {
+                        @Override
+                        protected java.net.URLConnection openConnection(java.net.URL url) {
+                            return new java.net.URLConnection(url) {
+                                @Override
+                                public void connect() {
+                                }
+
+                                @Override
+                                public java.io.InputStream getInputStream() {
+                                    return new java.io.ByteArrayInputStream(file);
+                                }
+                            };
+                        }
+                    });
+                }
+            };
+            ModuleLayer.Controller controller = ModuleLayer.defineModules(configuration, List.of(ModuleLayer.boot()), name -> loader);
+            Module module = controller.layer().findModule(NAME).orElseThrow();
+            controller.addReads(module, classPath.getUnnamedModule());
+            // As an author's test, compiled into the plugin's module, makes its plugin: here from the class path.
+            controller.addExports(module, PACKAGE, classPath.getUnnamedModule());
+            return controller.layer();
+        }
+
+        /** Finds the modules of {@code descriptors}, whose classes and resources the layer's loader supplies, not a reader. */
+        private static java.lang.module.ModuleFinder finderOf(java.lang.module.ModuleDescriptor... descriptors) {
+            java.util.Map<String, java.lang.module.ModuleReference> references = new java.util.HashMap<>();
+            for (java.lang.module.ModuleDescriptor descriptor : descriptors) {
+                references.put(descriptor.name(), new java.lang.module.ModuleReference(descriptor, null) {
+                    @Override
+                    public java.lang.module.ModuleReader open() {
+                        throw new UnsupportedOperationException("the layer's loader supplies module " + descriptor.name());
+                    }
+                });
+            }
+            return new java.lang.module.ModuleFinder() {
+                @Override
+                public java.util.Optional<java.lang.module.ModuleReference> find(String name) {
+                    return java.util.Optional.ofNullable(references.get(name));
+                }
+
+                @Override
+                public Set<java.lang.module.ModuleReference> findAll() {
+                    return Set.copyOf(references.values());
+                }
+            };
+        }
+    }
+
+    /** A named module that provides ConduitPlugin with another plugin of its own, not the one under test; its services file names it. */
+    public static final class ProvidesAnotherPluginSuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return InANamedModule.plugin("dev.conduit.tck.modular.OtherModularPlugin");
+        }
+    }
+
+    /** The well-behaved counterpart of {@link ProvidesAnotherPluginSuite}: the module provides the plugin's own class. */
+    public static final class ProvidesItSuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return InANamedModule.plugin("dev.conduit.tck.modular.ModularPlugin");
+        }
+    }
+
+    /** The well-behaved counterpart of {@link ProvidesAnotherPluginSuite} through a provider factory. */
+    public static final class ProvidesItThroughAFactorySuite extends PluginMetadataContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return InANamedModule.plugin("dev.conduit.tck.modular.ModularPluginFactory");
+        }
+    }
+
     /** A plugin no jar declares for ServiceLoader (the well-behaved loopback fixture, its suite not saying it is added in code). */
     public static final class UndeclaredSuite extends PluginMetadataContract {
         @Override

@@ -85,6 +85,9 @@ class TckCatchesBrokenPluginsTest {
                 Arguments.of(BrokenPlugins.ForgetsEarlySignalsSuite.class, "aSignalBeforeAwaitMakesTheNextAwaitReturnTrue", "made while nobody slept"),
                 Arguments.of(BrokenPlugins.SleepsPastAPassedTimeoutSuite.class, "anAwaitWhoseTimeoutHasPassedReturnsAtOnce",
                         "a timeout of 0 or less has passed"),
+                // Until the check read the provides clause's classes, any provides of the service passed.
+                Arguments.of(BrokenPlugins.ProvidesAnotherPluginSuite.class, "itsJarDeclaresItForServiceLoader",
+                        "it provides it with [dev.conduit.tck.modular.OtherModularPlugin] only"),
                 Arguments.of(BrokenPlugins.ClaimsMultiSuite.class, "aMultiPluginWithstandsConcurrentCalls", "concurrently"),
                 Arguments.of(BrokenPlugins.UndeclaredSuite.class, "itsJarDeclaresItForServiceLoader", "and nothing says why"),
                 Arguments.of(BrokenPlugins.NeverConnectsSuite.class, "aSerializedPluginWorksFromThreadsTakingTurns", "not accepted within"),
@@ -374,6 +377,19 @@ class TckCatchesBrokenPluginsTest {
         assertThat(failureOf(BrokenPlugins.LeaksOnCloseSuite.class, "closeFreesEveryChunkAndIsIdempotent"))
                 .hasMessageContaining("a leak");
         assertThat(BrokenPlugins.SHARED_DIRECTORIES).hasSize(2).allMatch(d -> !Files.exists(d), "deleted");
+    }
+
+    /**
+     * A named module that provides the plugin's own class, or a provider factory that makes it, passes the check of its
+     * declarations, which fails one that provides another class ({@link BrokenPlugins.ProvidesAnotherPluginSuite}).
+     */
+    @Test
+    void aModuleThatProvidesThePluginOrAFactoryOfItPassesTheCheckOfItsDeclarations() {
+        for (Class<?> suite : List.of(BrokenPlugins.ProvidesItSuite.class, BrokenPlugins.ProvidesItThroughAFactorySuite.class)) {
+            Events tests = EngineTestKit.engine("junit-jupiter").selectors(selectMethod(suite, "itsJarDeclaresItForServiceLoader"))
+                    .execute().testEvents();
+            assertThat(tests.succeeded().count()).as("the check of the declarations of %s, succeeded", suite.getSimpleName()).isEqualTo(1);
+        }
     }
 
     /** A plugin that declares ATOMICS without RMA has its atomics checked; only the RMA test is not part of its contract. */
