@@ -29,7 +29,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -263,16 +262,12 @@ class MemfdImporterTest {
     void aCloseThatCannotUnmapTheMappingLeavesItOpenAndALaterCloseUnmapsIt() throws Exception {
         Chunk chunk = provider.allocate(SIZE);
         ChunkMapping mapping = map(importer, provider.export(chunk), SIZE);
-        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
-            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), mapping.segment().asSlice(0, 1)));
-            BlockedCalls.awaitBlockedInRead(pair.first().fd());
-
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM);
+             var _ = BlockedCalls.blockedRead(pair.first().fd(),
+                     () -> libc.read(pair.first(), mapping.segment().asSlice(0, 1)), pair.second()::close)) {
             assertThatThrownBy(mapping::close).isInstanceOf(IllegalStateException.class);
             assertThat(mapping.toString()).as("still mapped").doesNotContain("unmapped");
             assertThat(Leaks.memfdMappings()).as("the chunk's and the import's").isEqualTo(2);
-
-            libc.write(pair.second(), arena.allocate(1));
-            reader.join();
         }
         mapping.close();
         assertThat(mapping.toString()).endsWith(", unmapped");
@@ -289,14 +284,10 @@ class MemfdImporterTest {
     void aFreeRefusedForABusyChunkRevokesItsExportAndALaterExportPublishesItAgain() throws Exception {
         Chunk chunk = provider.allocate(SIZE);
         byte[] revoked = provider.export(chunk);
-        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
-            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), chunk.segment().asSlice(0, 1)));
-            BlockedCalls.awaitBlockedInRead(pair.first().fd());
-
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM);
+             var _ = BlockedCalls.blockedRead(pair.first().fd(),
+                     () -> libc.read(pair.first(), chunk.segment().asSlice(0, 1)), pair.second()::close)) {
             assertThatThrownBy(() -> provider.free(chunk)).isInstanceOf(IllegalStateException.class);
-
-            libc.write(pair.second(), arena.allocate(1));
-            reader.join();
         }
         assertThatThrownBy(() -> map(importer, revoked, SIZE)).hasMessageStartingWith("export gone");
         chunk.segment().set(JAVA_LONG, 8, 7);

@@ -15,7 +15,6 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -405,21 +404,17 @@ class PosixMemoryProviderTest {
     void aFreeThatCannotUnmapTheChunkKeepsItForALaterFreeToUnmap() throws Exception {
         Libc libc = Linux.libc();
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
-             SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM);
-             Arena arena = Arena.ofConfined()) {
+             SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM)) {
             Chunk busy = provider.allocate(provider.pageSize());
             byte[] export = provider.export(busy);
-            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
-            BlockedCalls.awaitBlockedInRead(pair.first().fd());
-
-            assertThatThrownBy(() -> provider.free(busy)).isInstanceOf(IllegalStateException.class);
-            assertThat(chunkFiles()).as("the export is revoked").isEmpty();
-            assertThatThrownBy(() -> plugin.ipcImporter(TestContext.of(shared)).map(new PayloadReader(export), provider.pageSize()))
-                    .hasMessageStartingWith("export gone: ");
-            assertThat(ProcessResources.mappingsOf(shared)).isEqualTo(1);
-
-            libc.write(pair.second(), arena.allocate(1));
-            reader.join();
+            try (var _ = BlockedCalls.blockedRead(pair.first().fd(),
+                    () -> libc.read(pair.first(), busy.segment().asSlice(0, 1)), pair.second()::close)) {
+                assertThatThrownBy(() -> provider.free(busy)).isInstanceOf(IllegalStateException.class);
+                assertThat(chunkFiles()).as("the export is revoked").isEmpty();
+                assertThatThrownBy(() -> plugin.ipcImporter(TestContext.of(shared)).map(new PayloadReader(export), provider.pageSize()))
+                        .hasMessageStartingWith("export gone: ");
+                assertThat(ProcessResources.mappingsOf(shared)).isEqualTo(1);
+            }
             provider.free(busy);
             assertThat(ProcessResources.mappingsOf(shared)).isZero();
             assertThatThrownBy(() -> busy.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
@@ -439,21 +434,18 @@ class PosixMemoryProviderTest {
     void anExportOfAChunkWhoseFreeRemovedItsFileButCouldNotUnmapItIsRefusedNamingThatFree() throws Exception {
         Libc libc = Linux.libc();
         try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
-             SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM);
-             Arena arena = Arena.ofConfined()) {
+             SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM)) {
             Chunk busy = provider.allocate(provider.pageSize());
-            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
-            BlockedCalls.awaitBlockedInRead(pair.first().fd());
-            Throwable refusedFree = org.assertj.core.api.Assertions.catchThrowable(() -> provider.free(busy));
-            assertThat(refusedFree).isInstanceOf(IllegalStateException.class);
+            try (var _ = BlockedCalls.blockedRead(pair.first().fd(),
+                    () -> libc.read(pair.first(), busy.segment().asSlice(0, 1)), pair.second()::close)) {
+                Throwable refusedFree = org.assertj.core.api.Assertions.catchThrowable(() -> provider.free(busy));
+                assertThat(refusedFree).isInstanceOf(IllegalStateException.class);
 
-            assertThatThrownBy(() -> provider.export(busy)).isInstanceOf(IllegalStateException.class)
-                    .hasMessageStartingWith("cannot export " + busy + ": a free of it removed its file")
-                    .hasMessageContaining(refusedFree.getMessage()).hasMessageContaining("free it again")
-                    .hasCause(refusedFree);
-
-            libc.write(pair.second(), arena.allocate(1));
-            reader.join();
+                assertThatThrownBy(() -> provider.export(busy)).isInstanceOf(IllegalStateException.class)
+                        .hasMessageStartingWith("cannot export " + busy + ": a free of it removed its file")
+                        .hasMessageContaining(refusedFree.getMessage()).hasMessageContaining("free it again")
+                        .hasCause(refusedFree);
+            }
             provider.free(busy);
             assertThatThrownBy(() -> provider.export(busy)).as("freed now").isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("was freed");
@@ -474,15 +466,13 @@ class PosixMemoryProviderTest {
         Libc libc = FailingLibc.failingFor("unlinkat", dev.conduit.linux.Errno.EACCES,
                 args -> refusing.get() && ((String) args[1]).endsWith(PosixMemoryProvider.CHUNK_SUFFIX));
         MemoryProvider provider = PosixMemoryProvider.open(TestContext.of(shared), libc);
-        try (SocketPair pair = Linux.libc().socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
+        try (SocketPair pair = Linux.libc().socketpair(SocketFlags.SOCK_STREAM)) {
             Chunk busy = provider.allocate(provider.pageSize());
-            Thread reader = Thread.ofPlatform().start(() -> Linux.libc().read(pair.first(), busy.segment().asSlice(0, 1)));
-            BlockedCalls.awaitBlockedInRead(pair.first().fd());
-
-            Throwable thrown = org.assertj.core.api.Assertions.catchThrowable(() -> provider.free(busy));
-
-            Linux.libc().write(pair.second(), arena.allocate(1));
-            reader.join();
+            Throwable thrown;
+            try (var _ = BlockedCalls.blockedRead(pair.first().fd(),
+                    () -> Linux.libc().read(pair.first(), busy.segment().asSlice(0, 1)), pair.second()::close)) {
+                thrown = org.assertj.core.api.Assertions.catchThrowable(() -> provider.free(busy));
+            }
             assertThat(chunkFiles()).as("the file, which the removal left").hasSize(1);
             assertThat(thrown).isInstanceOf(IllegalStateException.class);
             assertThat(thrown.getSuppressed()).as("the removal's failure").singleElement().asString()
@@ -501,13 +491,11 @@ class PosixMemoryProviderTest {
     void aChunkThatAFreeCouldNotUnmapIsUnmappedByTheClose() throws Exception {
         Libc libc = Linux.libc();
         MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
-        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
-            Chunk busy = provider.allocate(provider.pageSize());
-            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
-            BlockedCalls.awaitBlockedInRead(pair.first().fd());
+        Chunk busy = provider.allocate(provider.pageSize());
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM);
+             var _ = BlockedCalls.blockedRead(pair.first().fd(),
+                     () -> libc.read(pair.first(), busy.segment().asSlice(0, 1)), pair.second()::close)) {
             assertThatThrownBy(() -> provider.free(busy)).isInstanceOf(IllegalStateException.class);
-            libc.write(pair.second(), arena.allocate(1));
-            reader.join();
         }
         provider.close();
         assertThat(ProcessResources.mappingsOf(shared)).isZero();
@@ -524,20 +512,16 @@ class PosixMemoryProviderTest {
     void aCloseThatCannotUnmapABusyChunkUnmapsItWhenTriedAgain() throws Exception {
         Libc libc = Linux.libc();
         MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(shared));
-        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM); Arena arena = Arena.ofConfined()) {
-            Chunk busy = provider.allocate(provider.pageSize());
-            Chunk idle = provider.allocate(provider.pageSize());
-            Thread reader = Thread.ofPlatform().start(() -> libc.read(pair.first(), busy.segment().asSlice(0, 1)));
-            BlockedCalls.awaitBlockedInRead(pair.first().fd());
-
+        Chunk busy = provider.allocate(provider.pageSize());
+        Chunk idle = provider.allocate(provider.pageSize());
+        try (SocketPair pair = libc.socketpair(SocketFlags.SOCK_STREAM);
+             var _ = BlockedCalls.blockedRead(pair.first().fd(),
+                     () -> libc.read(pair.first(), busy.segment().asSlice(0, 1)), pair.second()::close)) {
             assertThatThrownBy(provider::close).isInstanceOf(IllegalStateException.class);
             assertThat(ProcessResources.files(shared)).isEmpty();
             assertThat(ProcessResources.mappingsOf(shared)).as("the busy chunk's").isEqualTo(1);
             assertThatThrownBy(() -> idle.segment().get(JAVA_LONG, 0)).isInstanceOf(IllegalStateException.class);
             assertThatCode(() -> provider.free(busy)).as("left to the close").doesNotThrowAnyException();
-
-            libc.write(pair.second(), arena.allocate(1));
-            reader.join();
         }
         provider.close();
         assertThat(ProcessResources.mappingsOf(shared)).isZero();
