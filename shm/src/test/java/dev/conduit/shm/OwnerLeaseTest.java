@@ -568,16 +568,41 @@ class OwnerLeaseTest {
                     "--enable-native-access=dev.conduit.linux", "--illegal-native-access=deny",
                     "--module-path", System.getProperty("jdk.module.path"), "--patch-module", "dev.conduit.shm=" + testClasses,
                     "-m", "dev.conduit.shm/" + ReclaimingChild.class.getName(), shared.toString(), "conduit-test");
-            Process child = new ProcessBuilder(command).redirectErrorStream(true).start();
-            child.getOutputStream().close();
-            String output = new String(child.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            assertThat(child.waitFor(60, java.util.concurrent.TimeUnit.SECONDS)).as("the child ended (a hang guard)").isTrue();
-            assertThat(child.exitValue()).as(output).isZero();
+            String output = outputOfSuccessfulRun(command);
             assertThat(output.lines().filter(l -> l.startsWith("conduit-test-"))).as(output).containsExactlyInAnyOrder(dead.chunk(), dead.lease());
             assertThat(output).doesNotContain("WARNING");
             assertThat(shared.toFile().list()).containsExactly(dead.planted());
         } finally {
             java.nio.file.Files.setAttribute(shared, "unix:uid", 0);
+        }
+    }
+
+    /**
+     * Runs {@code command} with no stdin to its end and returns its output, stdout and stderr interleaved; fails the test,
+     * with that output, unless it exits 0. The output goes to a file, not a pipe: a hung child cannot hang a read of it
+     * past the hang guard, after which the child is killed (integration-tests' ChildJvm.runToEnd, which this module
+     * cannot use).
+     */
+    private static String outputOfSuccessfulRun(List<String> command) throws Exception {
+        java.time.Duration guard = java.time.Duration.ofSeconds(60);
+        Path file = java.nio.file.Files.createTempFile("conduit-child-", ".out");
+        try {
+            Process child = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(file.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+            boolean ended;
+            try {
+                ended = child.waitFor(guard.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
+            } finally {
+                child.destroyForcibly(); // nothing if it has ended
+            }
+            // Leniently: a malformed byte (a crash report's, a truncated line's) is replaced, not thrown on.
+            String output = new String(java.nio.file.Files.readAllBytes(file), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(ended).as(String.join(" ", command) + " ended within " + guard + " (a hang guard); its output so far:\n" + output)
+                    .isTrue();
+            assertThat(child.exitValue()).as(output).isZero();
+            return output;
+        } finally {
+            java.nio.file.Files.deleteIfExists(file);
         }
     }
 
