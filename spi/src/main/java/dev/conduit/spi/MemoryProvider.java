@@ -55,8 +55,8 @@ public interface MemoryProvider extends AutoCloseable {
      *         the chunk stays allocated and the provider's, its export revoked all the same (the
      *         runtime exports it anew when asked), and the runtime frees it again at its
      *         region's next close. Any other exception means the chunk is no more the provider's to
-     *         free (freed in part, or its memory kept for good, as verbs keeps memory a device may
-     *         still write): the runtime does not try again
+     *         free (freed in part, or its memory kept, as verbs keeps memory a device may still
+     *         write until a later try of its own deregisters it): the runtime does not try again
      */
     void free(Chunk chunk);
 

@@ -20,7 +20,8 @@ import java.util.List;
  * to the allocator while the device can still write into it: then the memory is kept, and the
  * failure says so. Such a teardown is not over: {@link #retry} closes what failed again (a failed
  * {@link Verbs} close leaves its object open for that) and frees the memory once all of it went;
- * the transport keeps it and retries it ({@link VerbsTransport#unregister(VerbsTransport.Connection, Teardown)}).
+ * the transport keeps it and retries it ({@link VerbsTransport#unregister(VerbsTransport.Connection, Teardown)}), as the
+ * memory provider keeps a chunk's ({@link VerbsMemoryProvider#free}).
  */
 final class Teardown {
 
@@ -33,8 +34,8 @@ final class Teardown {
     private final List<AutoCloseable> held = new ArrayList<>();
     /** The memory {@link #memory} did not free because of them, freed by the {@link #retry} that closes the last. */
     private Arena keptMemory;
-    /** Whether a transport keeps this teardown to {@link #retry} it: the failure then says so. */
-    private boolean retried;
+    /** Who tries this teardown again, when, and what it frees then, for the failure's message; {@code null}: no one. */
+    private String retriedBy;
 
     /** @param what the object torn down, for the message: "closing the connection to 10.0.0.2:4791" */
     Teardown(String what) {
@@ -128,11 +129,15 @@ final class Teardown {
             }
         }
         if (!deviceMayWrite && keptMemory != null) {
-            Arena memory = keptMemory;
-            keptMemory = null;
-            other(memory::close);
+            try {
+                keptMemory.close();
+                keptMemory = null;
+            } catch (RuntimeException | Error e) {
+                // Another thread inside a native call on it (the JDK refuses): kept for the next retry, not lost.
+                add(e);
+            }
         }
-        return held.isEmpty();
+        return held.isEmpty() && keptMemory == null;
     }
 
     /** What the failed teardown was: "closing the connection to 10.0.0.2:4791". */
@@ -182,9 +187,8 @@ final class Teardown {
 
     private String kept() {
         return "its " + keptBytes + " bytes of registered memory are kept allocated, not freed, because the device may still write "
-                + "into them (a queue pair or registration of them is still there); " + (retried ? "the worker tries again at its "
-                + "liveness looks (" + VerbsConfig.LIVENESS_INTERVAL.name() + ") and at the latest in its close, and frees them and "
-                + "the connection's slot once that succeeds" : "they are released when the process exits");
+                + "into them (a queue pair or registration of them is still there); "
+                + (retriedBy != null ? retriedBy : "they are released when the process exits");
     }
 
     /**
@@ -204,9 +208,12 @@ final class Teardown {
                 + "the device may still write into them";
     }
 
-    /** Marks this teardown as kept by a transport that {@link #retry retries} it, which its failure then says. */
-    Teardown retried() {
-        retried = true;
+    /**
+     * Marks this teardown as kept by one that {@link #retry retries} it, which its failure then
+     * says in {@code how}: "the worker tries again at …, and frees them once that succeeds".
+     */
+    Teardown retriedBy(String how) {
+        retriedBy = how;
         return this;
     }
 

@@ -1,11 +1,13 @@
 package dev.conduit.plugin.verbs;
 
 import dev.conduit.spi.Chunk;
+import dev.conduit.spi.Cleanup;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,6 +26,11 @@ import java.util.Map;
  *
  * <p>A chunk is refused once the device context failed ({@link VerbsDomain#failure}): the pool is
  * closed and a new one opened, on a new context.
+ *
+ * <p>A chunk whose {@code ibv_dereg_mr} failed is no longer the caller's, but its registration and
+ * memory stay: the provider keeps its {@link Teardown} and tries it again at every later
+ * allocation and free and, at the latest, in its close, before it releases the protection domain,
+ * which a registration left on it keeps from being released.
  */
 final class VerbsMemoryProvider implements MemoryProvider {
 
@@ -36,12 +43,20 @@ final class VerbsMemoryProvider implements MemoryProvider {
      * refused (its memory busy): deregistered already, its memory freed by the next free or close.
      */
     private final Map<Chunk, Verbs.MemoryRegion> chunks = new IdentityHashMap<>();
+    /** The teardowns of chunks whose deregistration failed: their registration and memory, tried again until they go. */
+    private final List<Teardown> kept = new ArrayList<>();
+    private final System.Logger logger;
     private boolean closed;
 
-    VerbsMemoryProvider(VerbsDomain.Holder holder, VerbsDomain domain) {
+    VerbsMemoryProvider(VerbsDomain.Holder holder, VerbsDomain domain, System.Logger logger) {
         this.holder = holder;
         this.domain = domain;
+        this.logger = logger;
     }
+
+    /** What the failure of a chunk's deregistration says of its retries. */
+    private static final String RETRIES = "the provider tries again at its next allocation or free and at the latest in its close, "
+            + "and frees them once that succeeds";
 
     private record VerbsChunk(MemorySegment segment, Arena arena) implements Chunk {
     }
@@ -57,6 +72,7 @@ final class VerbsMemoryProvider implements MemoryProvider {
         if (size <= 0 || size % PAGE != 0) {
             throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of " + PAGE);
         }
+        retryKept().rethrow();
         // Read here too: a process with a pool and no transport of the plugin would otherwise never learn the device failed.
         domain.takeAsyncEvents();
         if (domain.failure() != null) {
@@ -73,11 +89,9 @@ final class VerbsMemoryProvider implements MemoryProvider {
             return chunk;
         } catch (Throwable e) {
             // Any Error too (a StackOverflowError out of the downcall): nothing else will ever free this memory.
-            Throwable kept = new Teardown("freeing a chunk of " + size + " bytes whose allocation failed").region(mr).memory(arena)
-                    .failure();
-            if (kept != null) {
-                e.addSuppressed(kept);
-            }
+            Teardown teardown = keepIfHeld(new Teardown("freeing a chunk of " + size + " bytes whose allocation failed").region(mr)
+                    .memory(arena));
+            teardown.suppressedInto(e);
             if (e instanceof OutOfMemoryError) {
                 throw new ConduitException("verbs: cannot allocate a chunk of " + size + " bytes: " + e.getMessage(), e);
             }
@@ -104,8 +118,9 @@ final class VerbsMemoryProvider implements MemoryProvider {
     /**
      * Deregisters the chunk, then frees its memory: a peer's later RDMA on it fails with a remote
      * access error and never reaches freed memory. If {@code ibv_dereg_mr} fails (or throws an
-     * {@code Error}), the memory is kept (never freed) and the exception names the errno and says
-     * so.
+     * {@code Error}), the memory is kept and the exception names the errno and says so; the chunk
+     * is no longer the caller's, and this provider tries its deregistration again at its next
+     * allocations and frees and in its close, and frees the memory once it succeeded.
      *
      * @throws IllegalStateException if another thread is inside a native call on the chunk's memory
      *         (the JDK refuses to free it): the chunk stays allocated and this provider's,
@@ -114,6 +129,19 @@ final class VerbsMemoryProvider implements MemoryProvider {
      */
     @Override
     public synchronized void free(Chunk chunk) {
+        Teardown retries = retryKept();
+        try {
+            release(chunk);
+        } catch (RuntimeException e) {
+            throw retries.suppressedInto(e);
+        } catch (Error e) {
+            throw retries.suppressedInto(e);
+        }
+        retries.rethrow();
+    }
+
+    /** {@link #free} without the retries of the chunks kept before. */
+    private void release(Chunk chunk) {
         Verbs.MemoryRegion mr = region(chunk);
         Arena arena = ((VerbsChunk) chunk).arena();
         // Deregistered first even when the memory turns out busy: the device must stop writing before the memory goes.
@@ -123,8 +151,38 @@ final class VerbsMemoryProvider implements MemoryProvider {
             chunks.put(chunk, null);
         } else {
             chunks.remove(chunk);
+            keepIfHeld(teardown);
         }
         teardown.rethrow();
+    }
+
+    /** Keeps {@code teardown} to try it again when it left a registration on the device; returns it. */
+    private Teardown keepIfHeld(Teardown teardown) {
+        if (teardown.deviceMayWrite()) {
+            kept.add(teardown.retriedBy(RETRIES));
+        }
+        return teardown;
+    }
+
+    /**
+     * Tries every kept teardown again; one that succeeds freed its chunk's memory and is dropped.
+     * A repeated failure was thrown by the chunk's free already: the returned teardown throws only
+     * an {@code Error} of the JVM's own among them, which no caller may lose.
+     */
+    private Teardown retryKept() {
+        Teardown theJvmsOwn = new Teardown("freeing again chunks whose deregistration failed");
+        for (Teardown t : List.copyOf(kept)) {
+            if (t.retry()) {
+                kept.remove(t);
+            }
+            Throwable failure = t.failure();
+            if (Cleanup.isTheJvmsOwn(failure)) {
+                theJvmsOwn.other(() -> {
+                    throw (Error) failure;
+                });
+            }
+        }
+        return theJvmsOwn;
     }
 
     /** The chunk's registration, {@code null} if a refused free deregistered it. */
@@ -144,21 +202,37 @@ final class VerbsMemoryProvider implements MemoryProvider {
     /**
      * Frees every chunk, then releases the device context, each step even when an earlier one
      * failed (an {@code Error} too); the first failure is thrown, the others suppressed. A chunk
-     * whose deregistration fails keeps its memory, as {@link #free} does. A chunk the JDK refuses to
-     * free (another thread inside a native call on its memory) is left deregistered and allocated,
-     * the close throws that {@code IllegalStateException}, and a later close frees it.
+     * whose deregistration fails keeps its memory, as {@link #free} does, and is tried once more,
+     * with those of earlier frees, before the protection domain is released: one that fails again
+     * is logged as a WARNING naming the call, the region, the errno and the memory kept, which
+     * stay, with the protection domain they keep from being released, until the process exits. A
+     * chunk the JDK refuses to free (another thread inside a native call on its memory) is left
+     * deregistered and allocated, the close throws that {@code IllegalStateException}, and a later
+     * close frees it.
      */
     @Override
     public synchronized void close() {
-        if (closed && chunks.isEmpty()) {
+        if (closed && chunks.isEmpty() && kept.isEmpty()) {
             return;
         }
         boolean releaseDevice = !closed;
         closed = true;
         Teardown teardown = new Teardown("closing the verbs memory provider");
         for (Chunk chunk : List.copyOf(chunks.keySet())) {
-            teardown.other(() -> free(chunk)); // one chunk that cannot be freed (an Error too) keeps no other registered
+            teardown.other(() -> release(chunk)); // one chunk that cannot be freed (an Error too) keeps no other registered
         }
+        // Before the protection domain: a registration left on it keeps it from being released (EBUSY).
+        teardown.other(() -> retryKept().rethrow());
+        for (Teardown t : kept) {
+            if (t.deviceMayWrite()) {
+                logger.log(System.Logger.Level.WARNING, "verbs: closing the memory provider on device " + domain.deviceName() + ": "
+                        + t.what() + " failed again: " + t.whyHeld() + "; and the protection domain it is registered in, which it "
+                        + "keeps from being released, stays held with it: all of it is released when the process exits");
+            } else if (!Cleanup.isTheJvmsOwn(t.failure())) {
+                teardown.other(t::rethrow); // its memory busy (another thread in a native call on it): freed by a later close
+            }
+        }
+        kept.removeIf(Teardown::deviceMayWrite);
         if (releaseDevice) {
             teardown.other(() -> holder.release(domain));
         }

@@ -111,7 +111,7 @@ public final class VerbsPlugin implements ConduitPlugin {
     @Override
     public MemoryProvider openMemoryProvider(PluginContext context) {
         VerbsDomain domain = domains.acquire(context.config(), context.logger());
-        return new VerbsMemoryProvider(domains, domain);
+        return new VerbsMemoryProvider(domains, domain, context.logger());
     }
 
     /** A transport for one worker, in the plugin's protection domain. */

@@ -357,7 +357,7 @@ final class VerbsTransport implements Transport {
             unregister(c, !held);
         }
         if (held) {
-            keptTeardowns.add(new KeptTeardown(teardown.retried(), slot));
+            keptTeardowns.add(new KeptTeardown(teardown.retriedBy(RETRIES), slot));
         }
     }
 
@@ -367,8 +367,12 @@ final class VerbsTransport implements Transport {
      * succeeded). Thread-safe: the progress thread takes it over at its next retry.
      */
     void keepFromWireup(Teardown teardown, int slot) {
-        keptByWireup.add(new KeptTeardown(teardown.retried(), slot));
+        keptByWireup.add(new KeptTeardown(teardown.retriedBy(RETRIES), slot));
     }
+
+    /** What the failure of a kept teardown says of its retries. */
+    private static final String RETRIES = "the worker tries again at its liveness looks (" + VerbsConfig.LIVENESS_INTERVAL.name()
+            + ") and at the latest in its close, and frees them and the connection's slot once that succeeds";
 
     /** A teardown that left something on the device, and the slot it holds ({@code -1}: none). */
     private record KeptTeardown(Teardown teardown, int slot) {

@@ -52,10 +52,12 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       {@code IBV_EVENT_CQ_ERR} and a queue that cannot be used again; here it is lost and
  *       counted in {@link #completionQueueOverruns()}, which a correct transport never causes;</li>
  *   <li>on request ({@link #failNext}), {@code ibv_post_recv}, {@code ibv_post_send} of an RDMA
- *       write, {@code ibv_destroy_qp} and {@code ibv_dereg_mr} fail with an errno, as a provider's can; a queue pair or region that
+ *       write, {@code ibv_destroy_qp} and {@code ibv_dereg_mr} fail with an errno, as a provider's can, every
+ *       {@code ibv_dereg_mr} of one region too ({@link #failDeregistrationsOf}); a queue pair or region that
  *       failed to go stays, as on a device, until a later close destroys it or {@link #reclaimLeftovers()}; while a queue pair
  *       stays, {@code ibv_destroy_cq} of its completion queues and {@code ibv_dealloc_pd} of its protection domain fail with
- *       {@code EBUSY}, as the kernel refuses them, and leave them open likewise;</li>
+ *       {@code EBUSY}, as the kernel refuses them, and leave them open likewise, {@code ibv_dealloc_pd} also while a region
+ *       of it stays;</li>
  *   <li>on request, {@code ibv_poll_cq} of one completion queue fails: every poll once the device is in
  *       error ({@link #failPollsAfter}), or one poll with an {@link Error} out of the call
  *       ({@link #throwFromNextPoll}).</li>
@@ -131,6 +133,8 @@ final class LoopbackVerbs implements Verbs {
     private Error registerError;
     /** What the next {@code ibv_dereg_mr} throws ({@link #throwFromNextDeregister}), or {@code null}. */
     private Error deregisterError;
+    /** The errno every {@code ibv_dereg_mr} of a region fails with, by the address of its memory ({@link #failDeregistrationsOf}). */
+    private final Map<Long, Integer> stuckRegions = new HashMap<>();
     /** The memory of every {@code ibv_reg_mr} that failed ({@link #failNext}, {@link #throwFromNextRegister}, or refused as invalid). */
     private final List<MemorySegment> refusedRegistrations = new ArrayList<>();
     /** The completion queue whose completions {@link #delayCompletions} holds back, or {@code null}. */
@@ -231,6 +235,14 @@ final class LoopbackVerbs implements Verbs {
      */
     synchronized void throwFromNextDeregister(Error error) {
         deregisterError = error;
+    }
+
+    /**
+     * Makes every {@code ibv_dereg_mr} of the region of {@code memory} fail with {@code errno}, the region left registered,
+     * until {@link #reclaimLeftovers()}: a registration the device never lets go, while the others go as usual.
+     */
+    synchronized void failDeregistrationsOf(MemorySegment memory, int errno) {
+        stuckRegions.put(memory.address(), errno);
     }
 
     /** The memory of every {@code ibv_reg_mr} that failed so far, in order. */
@@ -415,6 +427,7 @@ final class LoopbackVerbs implements Verbs {
     synchronized void reclaimLeftovers() {
         leftovers.forEach(Runnable::run);
         leftovers.clear();
+        stuckRegions.clear();
     }
 
     /** Every segment registered so far, in order (also those deregistered since). */
@@ -570,24 +583,27 @@ final class LoopbackVerbs implements Verbs {
         }
 
         /**
-         * Refused with {@code EBUSY} while a queue pair of it is left, as {@code ibv_dealloc_pd} is, and open until a later
-         * close or {@link #reclaimLeftovers()}; unlike it, not while a registration of it is left: the tests that make a
-         * deregistration fail leave one, as the process would until it exits, and then close the provider.
+         * Refused with {@code EBUSY} while a queue pair or memory region of it is left, as {@code ibv_dealloc_pd} is (the
+         * kernel's use count), and open until a later close or {@link #reclaimLeftovers()}.
          */
         @Override
         public void close() {
             synchronized (LoopbackVerbs.this) {
-                refuseWhileUsed("ibv_dealloc_pd", this, queuePairs.values().stream().anyMatch(qp -> qp.pd == this));
+                refuseWhileUsed("ibv_dealloc_pd", this, queuePairs.values().stream().anyMatch(qp -> qp.pd == this) ? "a queue pair"
+                        : regions.values().stream().anyMatch(mr -> mr.pd == this) ? "a memory region" : null);
                 closed(toString());
             }
         }
     }
 
-    /** Throws {@code call}'s {@code EBUSY} when {@code used}, leaving {@code object} open until a later close or {@link #reclaimLeftovers()}. */
-    private void refuseWhileUsed(String call, Object object, boolean used) {
-        if (used) {
+    /**
+     * Throws {@code call}'s {@code EBUSY} when {@code user} (what still uses {@code object}: "a queue pair") is not
+     * {@code null}, leaving {@code object} open until a later close or {@link #reclaimLeftovers()}.
+     */
+    private void refuseWhileUsed(String call, Object object, String user) {
+        if (user != null) {
             leftovers.add(() -> closed(object.toString()));
-            throw new ErrnoException(call, Errno.EBUSY, "loop0", "loop0 " + object + ", which a queue pair still uses");
+            throw new ErrnoException(call, Errno.EBUSY, "loop0", "loop0 " + object + ", which " + user + " still uses");
         }
     }
 
@@ -630,6 +646,10 @@ final class LoopbackVerbs implements Verbs {
                 }
                 try {
                     maybeFail("ibv_dereg_mr", "loop0 mr " + key);
+                    Integer stuck = stuckRegions.get(memory.address());
+                    if (stuck != null) {
+                        throw new ErrnoException("ibv_dereg_mr", stuck, "loop0", "loop0 mr " + key);
+                    }
                 } catch (ErrnoException e) {
                     leftovers.add(this::deregister);
                     throw e;
@@ -745,7 +765,8 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public void close() {
             synchronized (LoopbackVerbs.this) {
-                refuseWhileUsed("ibv_destroy_cq", this, queuePairs.values().stream().anyMatch(qp -> qp.sendQueue == this || qp.receiveQueue == this));
+                refuseWhileUsed("ibv_destroy_cq", this, queuePairs.values().stream().anyMatch(qp -> qp.sendQueue == this || qp.receiveQueue == this)
+                        ? "a queue pair" : null);
                 closed(toString());
             }
         }

@@ -97,11 +97,115 @@ class TeardownTest {
         MemoryProvider memory = b.memory();
         Chunk first = memory.allocate(4096);
         Chunk second = memory.allocate(8192);
-        verbs.failNext("ibv_dereg_mr", 1, Errno.EBUSY);
+        long regions = verbs.openOf("mr ");
+        verbs.failDeregistrationsOf(first.segment(), Errno.EBUSY);
         assertThatThrownBy(memory::close).isInstanceOf(ConduitException.class).hasMessageContaining("EBUSY");
         assertThat(List.of(first.segment().scope().isAlive(), second.segment().scope().isAlive()))
-                .as("one chunk kept (its deregistration failed), the other freed").containsExactlyInAnyOrder(true, false);
-        assertThat(verbs.openOf("mr ")).as("registrations left: the one that failed").isEqualTo(1);
+                .as("the chunk whose deregistration failed kept, the other freed").containsExactly(true, false);
+        assertThat(verbs.openOf("mr ")).as("registrations left: the one that failed").isEqualTo(regions - 1);
+        verbs.reclaimLeftovers(); // as the process's exit would: else b's close could not release the protection domain
+    }
+
+    /**
+     * A chunk whose {@code ibv_dereg_mr} failed once is deregistered, and its memory freed, at
+     * the provider's next free or allocation; the provider's close then releases the protection
+     * domain and the device context. Until 2026-12-08 nothing kept the chunk: its registration
+     * stayed for good and, at the close of the device context's last user, {@code ibv_dealloc_pd}
+     * failed ({@code EBUSY}), the protection domain held until the process exited.
+     */
+    @Test
+    void aChunkWhoseDeregistrationFailedOnceIsDeregisteredAtTheProvidersNextFreeOrAllocationAndItsCloseReleasesEverything() {
+        TestWorker b = peer();
+        MemoryProvider memory = b.memory();
+        Chunk first = memory.allocate(4096);
+        Chunk second = memory.allocate(8192);
+        verbs.failNext("ibv_dereg_mr", 1, Errno.EBUSY);
+        assertThatThrownBy(() -> memory.free(first)).isInstanceOf(ConduitException.class).hasMessageContaining("ibv_dereg_mr(loop0 mr ")
+                .hasMessageContaining("EBUSY").hasMessageContaining("4096 bytes of registered memory are kept allocated")
+                .hasMessageContaining("the provider tries again at its next allocation or free and at the latest in its close");
+        assertThat(verbs.isRegistered(first.segment())).as("the chunk whose deregistration failed, still registered").isTrue();
+
+        memory.free(second);
+        assertThat(verbs.isRegistered(first.segment())).as("deregistered by the next free").isFalse();
+        assertThat(first.segment().scope().isAlive()).as("its memory, freed by the next free").isFalse();
+
+        Chunk third = memory.allocate(4096);
+        verbs.failNext("ibv_dereg_mr", 1, Errno.EBUSY);
+        assertThatThrownBy(() -> memory.free(third)).hasMessageContaining("EBUSY");
+        Chunk fourth = memory.allocate(4096);
+        assertThat(verbs.isRegistered(third.segment())).as("deregistered by the next allocation").isFalse();
+        assertThat(third.segment().scope().isAlive()).as("its memory, freed by the next allocation").isFalse();
+
+        b.close();
+        memory.close(); // the device context's last user
+        assertThat(fourth.segment().scope().isAlive()).isFalse();
+        assertThat(verbs.open).as("regions, protection domains, queues and channels left").isEmpty();
+        assertThat(verbs.contextsOpen()).as("device contexts open").isZero();
+    }
+
+    /**
+     * A chunk whose deregistration fails in the provider's close is tried again in that close,
+     * before the protection domain is released: the close throws what failed, and everything is
+     * released.
+     */
+    @Test
+    void aChunkWhoseDeregistrationFailsInTheProvidersCloseIsTriedAgainBeforeTheProtectionDomainIsReleased() {
+        TestWorker b = peer();
+        MemoryProvider memory = b.memory();
+        Chunk chunk = memory.allocate(4096);
+        b.close();
+        verbs.failNext("ibv_dereg_mr", 1, Errno.EBUSY);
+
+        assertThatThrownBy(memory::close).isInstanceOf(ConduitException.class).hasMessageContaining("ibv_dereg_mr")
+                .hasMessageContaining("EBUSY");
+
+        assertThat(chunk.segment().scope().isAlive()).as("the chunk's memory, freed by the close's second try").isFalse();
+        assertThat(verbs.open).as("regions, protection domains, queues and channels left").isEmpty();
+        assertThat(verbs.contextsOpen()).as("device contexts open").isZero();
+    }
+
+    /**
+     * A chunk that cannot be deregistered at all: later frees and allocations try again in vain
+     * and go on, and the provider's close, before it releases the protection domain, tries once
+     * more and says in a WARNING what stays held (the call, the region, the errno, the memory, the
+     * protection domain); every other chunk is freed and the device context closed, and the close
+     * throws what the device then refuses: the protection domain's release.
+     */
+    @Test
+    void aChunkThatCannotBeDeregisteredAtAllEndsInAWarningAtTheProvidersCloseAndNothingElseIsLeft() {
+        RecordingLogger log = new RecordingLogger();
+        TestWorker b = new TestWorker(verbs, log);
+        closing.add(b);
+        MemoryProvider memory = b.memory();
+        Chunk stuck = memory.allocate(4096);
+        Chunk other = memory.allocate(8192);
+        verbs.failDeregistrationsOf(stuck.segment(), Errno.EBUSY);
+        Throwable thrown = org.assertj.core.api.Assertions.catchThrowable(() -> memory.free(stuck));
+        assertThat(thrown).isInstanceOf(ConduitException.class).hasMessageContaining("EBUSY");
+        java.util.regex.Matcher region = java.util.regex.Pattern.compile("ibv_dereg_mr\\(loop0 mr [0-9]+\\)").matcher(thrown.getMessage());
+        assertThat(region.find()).as("the region in " + thrown.getMessage()).isTrue();
+        memory.free(other); // its retry fails again, and is not this free's failure
+        Chunk left = memory.allocate(4096);
+        assertThat(other.segment().scope().isAlive()).isFalse();
+        b.close();
+        assertThat(log.warnings()).as("warnings before the close").isEmpty();
+
+        assertThatThrownBy(memory::close).hasMessageContaining("ibv_dealloc_pd").hasMessageContaining("EBUSY");
+
+        assertThat(log.warnings()).singleElement().asString()
+                .startsWith("verbs: closing the memory provider on device loop0: freeing a chunk of 4096 bytes at 0x"
+                        + Long.toHexString(stuck.segment().address()))
+                .contains(" failed again: " + region.group() + ": EBUSY")
+                .contains("its 4096 bytes of registered memory stay allocated")
+                .contains("the protection domain it is registered in")
+                .contains("released when the process exits");
+        assertThat(stuck.segment().scope().isAlive()).as("kept: the device may still write into it").isTrue();
+        assertThat(verbs.isRegistered(stuck.segment())).isTrue();
+        assertThat(left.segment().scope().isAlive()).as("the chunk left allocated, freed by the close").isFalse();
+        assertThat(List.of(verbs.openOf("mr "), (long) verbs.open.size()))
+                .as("left on the device: the region, and the protection domain it keeps from being released; mr, all")
+                .containsExactly(1L, 2L);
+        assertThat(verbs.contextsOpen()).as("device contexts open: the close closed the provider's all the same").isZero();
     }
 
     /** A throwing ibv_destroy_qp used to skip the deregistrations that follow it. */
