@@ -945,6 +945,28 @@ class LoopbackTransportTest {
     }
 
     /**
+     * As {@code ibv_destroy_comp_channel} in libibverbs: a completion channel that a completion
+     * queue still uses is refused with {@code EBUSY} and stays, to be destroyed once the queue
+     * went; so a transport that destroyed its channel before its queues would fail here as on a
+     * device. Until 2026-12-08 the simulation destroyed it.
+     */
+    @Test
+    void aCompletionChannelThatACompletionQueueStillUsesIsRefusedWithEbusyAsByTheLibrary() {
+        Verbs.Device device = verbs.open("loop0");
+        closing.add(device::close);
+        Verbs.CompletionChannel channel = device.createCompletionChannel();
+        Verbs.CompletionQueue queue = device.createCompletionQueue(16, channel);
+
+        assertThatThrownBy(channel::close).isInstanceOf(ErrnoException.class).hasMessageContaining("ibv_destroy_comp_channel")
+                .hasMessageContaining("EBUSY");
+        assertThat(verbs.openOf("channel ")).as("the channel, still there").isEqualTo(1);
+
+        queue.close();
+        channel.close();
+        assertThat(verbs.openOf("channel ")).as("the channel, destroyed once its queue went").isZero();
+    }
+
+    /**
      * The acceptor writes the connector's credit word through the connector's queue pair, and
      * reaches nothing else through it: a hostile acceptor that learns a chunk's key and address
      * (any handle of it) could read, write or add to it through that queue pair while it granted

@@ -57,7 +57,7 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       failed to go stays, as on a device, until a later close destroys it or {@link #reclaimLeftovers()}; while a queue pair
  *       stays, {@code ibv_destroy_cq} of its completion queues and {@code ibv_dealloc_pd} of its protection domain fail with
  *       {@code EBUSY}, as the kernel refuses them, and leave them open likewise, {@code ibv_dealloc_pd} also while a region
- *       of it stays;</li>
+ *       of it stays, and {@code ibv_destroy_comp_channel} while a completion queue on it stays, as libibverbs refuses it;</li>
  *   <li>on request, {@code ibv_poll_cq} of one completion queue fails: every poll once the device is in
  *       error ({@link #failPollsAfter}), or one poll with an {@link Error} out of the call
  *       ({@link #throwFromNextPoll}).</li>
@@ -671,6 +671,8 @@ final class LoopbackVerbs implements Verbs {
 
     private final class Channel implements CompletionChannel {
         final FileDescriptor eventfd = libc.eventfd(0, EventfdFlags.EFD_NONBLOCK);
+        /** The completion queues created on it and not destroyed: libibverbs' {@code refcnt} of the channel. */
+        int queues;
 
         @Override
         public int fd() {
@@ -682,10 +684,20 @@ final class LoopbackVerbs implements Verbs {
             return libc.eventfdRead(eventfd) > 0;
         }
 
+        /**
+         * Refused with {@code EBUSY} while a completion queue on it is left, as {@code ibv_destroy_comp_channel} is (the
+         * library's reference count), and open until a later close or {@link #reclaimLeftovers()}.
+         */
         @Override
         public void close() {
-            eventfd.close();
-            closed(toString());
+            synchronized (LoopbackVerbs.this) {
+                if (queues > 0) {
+                    leftovers.add(eventfd::close);
+                }
+                refuseWhileUsed("ibv_destroy_comp_channel", this, queues > 0 ? "a completion queue" : null);
+                eventfd.close();
+                closed(toString());
+            }
         }
 
         @Override
@@ -703,11 +715,17 @@ final class LoopbackVerbs implements Verbs {
         final int capacity;
         final ArrayDeque<Wc> entries = new ArrayDeque<>();
         boolean armed;
+        boolean destroyed;
 
         Cq(LoopDevice device, Channel channel, int capacity) {
             this.device = device;
             this.channel = channel;
             this.capacity = capacity;
+            if (channel != null) {
+                synchronized (LoopbackVerbs.this) {
+                    channel.queues++;
+                }
+            }
         }
 
         void add(Wc wc) {
@@ -767,6 +785,10 @@ final class LoopbackVerbs implements Verbs {
             synchronized (LoopbackVerbs.this) {
                 refuseWhileUsed("ibv_destroy_cq", this, queuePairs.values().stream().anyMatch(qp -> qp.sendQueue == this || qp.receiveQueue == this)
                         ? "a queue pair" : null);
+                if (!destroyed && channel != null) {
+                    channel.queues--;
+                }
+                destroyed = true;
                 closed(toString());
             }
         }

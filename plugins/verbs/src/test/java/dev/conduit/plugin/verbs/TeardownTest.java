@@ -383,8 +383,9 @@ class TeardownTest {
             assertThat(buffer.scope().isAlive()).as("kept: the queue pair may still write into it").isTrue();
         });
         assertThat(List.of(verbs.openOf("qp "), verbs.openOf("cq "), verbs.openOf("mr "), verbs.openOf("channel "), (long) verbs.open.size()))
-                .as("left on the device: the queue pair, and what it keeps from being destroyed: its two completion queues and "
-                        + "a's outbound protection domain; qp, cq, mr, channel, all").containsExactly(1L, 2L, 0L, 0L, 4L);
+                .as("left on the device: the queue pair, and what it keeps from being destroyed: its two completion queues, the "
+                        + "completion channel they are on and a's outbound protection domain; qp, cq, mr, channel, all")
+                .containsExactly(1L, 2L, 0L, 1L, 5L);
         assertThat(verbs.open).contains("qp " + number);
         assertThat(verbs.contextsOpen()).as("device contexts open: a's close closed its own all the same").isZero();
         verbs.failNext("ibv_destroy_qp", 0, Errno.EBUSY);
