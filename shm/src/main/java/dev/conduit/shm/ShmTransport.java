@@ -247,6 +247,11 @@ public final class ShmTransport implements Transport {
     private MappingThread mappingThread;
     /** The mapping the record at the head of the queue waits for, if any: await() sleeps until it is done. */
     private CompletableFuture<?> headWaitsFor;
+    /**
+     * When the record at the head may try again to have its ring mapped, after no mapping thread
+     * could be started (nanoTime), or 0: await() sleeps until then.
+     */
+    private long headTriesAgainAt;
     /** Whether that mapping is done, made once (await must not allocate). */
     private final java.util.function.BooleanSupplier headRingMapped = () -> {
         CompletableFuture<?> waiting = headWaitsFor;
@@ -482,6 +487,12 @@ public final class ShmTransport implements Transport {
     Runnable beforeRingMapping;
 
     /**
+     * Tests only: run on the owner's thread as a ring mapping is handed to the mapping thread, where
+     * a test throws what a mapping thread that cannot start throws.
+     */
+    Runnable beforeRingHandOver;
+
+    /**
      * Tests only: run on the owner's thread as a reclaim is handed to the mapping thread, where a
      * test throws what a mapping thread that cannot start throws.
      */
@@ -537,6 +548,8 @@ public final class ShmTransport implements Transport {
         boolean refusedWhileAlive;
         /** Whether the next try is to be made without a word: that refusal's, once. */
         boolean tryAgainQuietly;
+        /** When the next try to map its ring may start, after no mapping thread could be started (nanoTime); 0 when none failed. */
+        long startAgainAt;
         /** Whether its lease and rings were given back (under handOff): by the owner's thread, or by a close left in the map. */
         boolean forgotten;
 
@@ -984,6 +997,7 @@ public final class ShmTransport implements Transport {
         tellSendersClosed(); // those a liveness check in await(), or in a progress() that threw, forgot
         // Only this poll's record at the head may say it waits (a peer may have rewritten the one that did).
         headWaitsFor = null;
+        headTriesAgainAt = 0;
         int handled;
         try {
             if (keptReleased) releaseKept();
@@ -1390,6 +1404,8 @@ public final class ShmTransport implements Transport {
      *
      * @return false when the ring does not fit the budget, or its own sender turned out dead
      *         ({@code inbound.get(connection) != in})
+     * @throws ReceiveQueue.RecordNotReady when no mapping thread could be started: the record stays at the head, and
+     *                                     {@link #mapBounce} starts another try a liveness interval later
      */
     private boolean startMapping(long connection, Inbound in, long delayNanos) {
         if (beforeRingMapping != null) beforeRingMapping.run();
@@ -1403,13 +1419,28 @@ public final class ShmTransport implements Transport {
             in.budgeted = true;
         }
         CompletableFuture<ChunkMapping> ring;
-        synchronized (handOff) {
-            // A close from another thread that came first found no mapper to shut down, or a mapper and no mapping of this
-            // connection to cancel: a mapper made or a mapping started now would map a ring nobody unmaps, for the life of
-            // the process. So nothing is started; one started before the close is the close's (handOff).
-            if (closed) throw closedError();
-            ring = mappingThread().map(importer, in.bounceExport, in.bounceLength, delayNanos);
-            in.pendingRing = ring;
+        try {
+            synchronized (handOff) {
+                // A close from another thread that came first found no mapper to shut down, or a mapper and no mapping of this
+                // connection to cancel: a mapper made or a mapping started now would map a ring nobody unmaps, for the life of
+                // the process. So nothing is started; one started before the close is the close's (handOff).
+                if (closed) throw closedError();
+                if (beforeRingHandOver != null) beforeRingHandOver.run();
+                ring = mappingThread().map(importer, in.bounceExport, in.bounceLength, delayNanos);
+                in.pendingRing = ring;
+            }
+        } catch (OutOfMemoryError noThread) {
+            // The mapping thread could not start (Thread.start: "unable to create native thread"), and nothing was handed
+            // over. A shortage that passes, as one of descriptors does: refused, the connection lost this message and every
+            // later one, and its sender's endpoint failed. So the record waits at the head, its budget still reserved.
+            in.startAgainAt = headTriesAgainAt = (System.nanoTime() + livenessNanos) | 1; // never 0, which means no wait
+            throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of connection "
+                    + Long.toHexString(connection) + " to read its large message, which waits at the head of this worker's "
+                    + "receive queue with every message behind it; another try starts every liveness.interval: no thread could be "
+                    + "started to map it (" + noThread.getMessage() + "): this process, or its cgroup, is at its limit of threads "
+                    + "or short of memory for a thread's stack. Raise the limit (ulimit -u, RLIMIT_NPROC; a container's pids "
+                    + "limit: docker run --pids-limit, the cgroup's pids.max; systemd TasksMax) or end threads the process no "
+                    + "longer needs", noThread));
         }
         // This worker may sleep in await() meanwhile, its next record waiting for this ring.
         ring.whenComplete((mapping, failure) -> wakeSelf());
@@ -1477,9 +1508,9 @@ public final class ShmTransport implements Transport {
     /**
      * {@link #mapBounce}, refusing the connection on any failure it did not refuse for itself but
      * that leaves the message: the record is consumed once the failure leaves its handler, and a
-     * later message of the connection would follow a hole. Such failures are a look at the
-     * sender's lease that fails ({@code flock}: {@code ENOLCK}) and a mapping thread that cannot
-     * start (no native thread to be had).
+     * later message of the connection would follow a hole. Such a failure is a look at the
+     * sender's lease that fails ({@code flock}: {@code ENOLCK}). (A mapping thread that cannot
+     * start, no native thread to be had, leaves the record at the head: {@link #startMapping}.)
      */
     private boolean mapBounceOrRefuse(long connection, Inbound in) {
         try {
@@ -1499,15 +1530,24 @@ public final class ShmTransport implements Transport {
      * ring that does not fit the budget refuses the connection ({@link #refuseConnection}). A
      * sender that died took its unmapped ring with it: the record is dropped, and the caller
      * forgets the connection. A live sender frees its ring only after this process released every
-     * payload in it, so when mapping it failed for a shortage of descriptors, the record stays at
-     * the head of the queue, progress() says why, and another try starts a liveness interval
-     * later. Any other reason refuses the connection.
+     * payload in it, so when mapping it failed for a shortage of descriptors, or no thread could be
+     * started to map it, the record stays at the head of the queue, progress() says why, and
+     * another try starts a liveness interval later. Any other reason refuses the connection.
      *
      * @return whether the ring is mapped; false when the record is to be dropped (its sender is dead)
      * @throws ReceiveQueue.RecordNotReady while the mapping is under way, or when the sender lives and this process is
-     *                                     short of descriptors
+     *                                     short of descriptors or of threads
      */
     private boolean mapBounce(long connection, Inbound in) {
+        if (in.pendingRing == null && in.bounceExport != null && in.startAgainAt != 0) {
+            // No mapping thread could be started at the last try: the next waits out a liveness interval, without a word.
+            if (System.nanoTime() - in.startAgainAt < 0) {
+                headTriesAgainAt = in.startAgainAt;
+                throw ReceiveQueue.RecordNotReady.LATER;
+            }
+            in.startAgainAt = 0;
+            if (!senderAlive(in)) return false; // its sender died meanwhile, and took its ring with it
+        }
         if (in.pendingRing == null && in.bounceExport != null && !startMapping(connection, in, 0)) {
             if (inbound.get(connection) != in || !senderAlive(in)) return false; // its sender died
             String why = overBudget(in);
@@ -2445,8 +2485,14 @@ public final class ShmTransport implements Transport {
             if (!holding.isEmpty()) slice = Math.min(slice, HEAD_SLEEP_MAX_NANOS);
         }
         CompletableFuture<?> waiting = headWaitsFor;
+        long triesAgainAt = headTriesAgainAt;
         boolean woken;
-        if (waiting != null && !waiting.isDone()) {
+        if (triesAgainAt != 0) {
+            // The record at the head waits for a thread to map its ring: nothing wakes this worker when one could start, so
+            // it sleeps until the next try is due, a signal() or a peer's check, and then says there is work.
+            long untilTry = triesAgainAt - System.nanoTime();
+            woken = untilTry <= 0 || sleepBeating(Math.min(slice, untilTry), () -> false) || triesAgainAt - System.nanoTime() <= 0;
+        } else if (waiting != null && !waiting.isDone()) {
             // The record at the head waits for its ring: nothing here to do until the mapping is done (it wakes this
             // worker), a signal(), or a peer is due for a check. Records pending, or committed meanwhile, are no work yet.
             woken = sleepBeating(slice, headRingMapped);

@@ -318,6 +318,62 @@ class ShmTransportLargeMessageTest {
     }
 
     /**
+     * A receiver that cannot start the thread that maps senders' bounce rings (no native thread to
+     * be had: the process or its cgroup is at its limit of threads, {@code ulimit -u} or a
+     * container's {@code pids.max}) keeps the large message at the head of its queue, says why
+     * naming the limit, and delivers it and everything behind it, once, when a thread starts again;
+     * the sender's endpoint never fails. The shortage passes as one of descriptors does, but it used
+     * to refuse the connection: progress() threw the JVM's bare {@code OutOfMemoryError}, the
+     * message and every later one of that sender were dropped, and the sender's endpoint failed.
+     */
+    @Test
+    @Timeout(60)
+    void aRingWhoseMappingThreadCannotStartYetHoldsItsMessageUntilOneCanAndLosesNothing() {
+        Received received = new Received();
+        ShmTransport receiver = transport(received, Duration.ofSeconds(10), Duration.ofMillis(5));
+        ShmTransport senderTransport = transport(new Received());
+        AtomicReference<PeerFailedException> failed = new AtomicReference<>();
+        ShmEndpoint ep = connect(senderTransport, receiver, failed::set);
+        AtomicInteger handOvers = new AtomicInteger();
+        receiver.beforeRingHandOver = () -> {
+            handOvers.incrementAndGet();
+            throw new OutOfMemoryError("unable to create native thread: possibly out of memory or process/resource limits "
+                    + "reached (injected by the test)");
+        };
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(30_000, 2))).isTrue();
+        assertThat(ep.trySend(3, MemorySegment.NULL, bytes(8, 3))).isTrue();
+        List<Throwable> thrown = new ArrayList<>();
+        for (int i = 0; i < ROUNDS && thrown.size() < 3; i++) {
+            try {
+                progressOrPause(receiver);
+            } catch (RuntimeException | OutOfMemoryError e) { // the JVM's error, which used to come out as it was
+                thrown.add(e);
+            }
+            senderTransport.progress();
+        }
+        assertThat(thrown).as("a failure after each try").hasSize(3).allSatisfy(e -> assertThat(e)
+                .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("cannot map the bounce ring of connection " + Long.toHexString(ep.connection()))
+                .hasMessageContaining("unable to create native thread").hasMessageContaining("ulimit -u").hasMessageContaining("pids.max")
+                .hasMessageContaining("another try starts every liveness.interval"));
+        assertThat(handOvers).as("one hand-over per try").hasValue(3);
+        assertThat(received.ids).containsExactly(1);
+
+        receiver.beforeRingHandOver = null; // a thread can be started again
+        for (int i = 0; i < ROUNDS && received.ids.size() < 3; i++) {
+            progressOrPause(receiver);
+            senderTransport.progress();
+        }
+        assertThat(received.ids).containsExactly(1, 2, 3);
+        assertThat(received.payloads.get(1)).isEqualTo(bytes(30_000, 2).toArray(ValueLayout.JAVA_BYTE));
+        for (int i = 0; i < 100; i++) senderTransport.progress();
+        assertThat(failed.get()).as("the sender's endpoint").isNull();
+        assertThat(ep.trySend(4, MemorySegment.NULL, bytes(30_000, 4))).isTrue();
+        receive(receiver, () -> received.ids.size() == 4, "a later large message");
+    }
+
+    /**
      * The endpoint's next sends, once the peer's queue has room again, post the held message
      * first, whatever they are: a small copied message, a large one (whose ring room follows the
      * held one's, as the receiver's releases need) and an encoded inline one all arrive after it,
