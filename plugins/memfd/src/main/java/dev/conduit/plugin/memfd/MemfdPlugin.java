@@ -309,6 +309,6 @@ public final class MemfdPlugin implements ConduitPlugin {
     public Transport openTransport(TransportContext context) {
         requireWritable(context, "transport");
         return new ShmTransport(name(), Linux.libc(), context, ShmTransportConfig.read(context.config(), name()),
-                MemfdProvider.open(Linux.libc(), context, HugePages.Mode.NO), ipcImporter(context));
+                MemfdProvider.openForTransport(Linux.libc(), context), ipcImporter(context));
     }
 }

@@ -88,6 +88,11 @@ final class MemfdProvider implements MemoryProvider {
     private final Set<Integer> allowedUids;
     private final long serverTimeoutNanos;
     private final System.Logger logger;
+    /**
+     * Whether this is a transport's provider, whose chunks are workers' receive queues and
+     * connections' bounce rings: a failed allocation names the keys that size those, not the pool's.
+     */
+    private final boolean transports;
     private final Set<MemfdChunk> chunks = new HashSet<>();
     /**
      * Chunks a close could not unmap (another thread was inside a native call on them), their
@@ -99,7 +104,7 @@ final class MemfdProvider implements MemoryProvider {
     private boolean closed;
 
     private MemfdProvider(Libc libc, HugePages.Mode hugePages, long pageSize, SharedDirectory directory, OwnerLease lease,
-                          Set<Integer> allowedUids, long serverTimeoutNanos, System.Logger logger) {
+                          Set<Integer> allowedUids, long serverTimeoutNanos, System.Logger logger, boolean transports) {
         this.libc = libc;
         this.hugePages = hugePages;
         this.pageSize = pageSize;
@@ -109,6 +114,7 @@ final class MemfdProvider implements MemoryProvider {
         this.allowedUids = allowedUids;
         this.serverTimeoutNanos = serverTimeoutNanos;
         this.logger = logger;
+        this.transports = transports;
     }
 
     /**
@@ -119,14 +125,18 @@ final class MemfdProvider implements MemoryProvider {
      * @throws ConduitException with {@code memfd.hugepages=yes} on a kernel without huge pages
      */
     static MemfdProvider open(Libc libc, PluginContext context) {
-        return open(libc, context, context.config().get(MemfdConfig.HUGEPAGES));
+        return open(libc, context, context.config().get(MemfdConfig.HUGEPAGES), false);
     }
 
     /**
-     * As {@link #open(Libc, PluginContext)}, with {@code hugePages} in place of the configured
-     * {@code memfd.hugepages}: the transport's provider passes {@code NO}.
+     * A transport's provider, for its workers' receive queues and connections' bounce rings: as
+     * {@link #open(Libc, PluginContext)}, of normal pages whatever {@code memfd.hugepages} says.
      */
-    static MemfdProvider open(Libc libc, PluginContext context, HugePages.Mode hugePages) {
+    static MemfdProvider openForTransport(Libc libc, PluginContext context) {
+        return open(libc, context, HugePages.Mode.NO, true);
+    }
+
+    private static MemfdProvider open(Libc libc, PluginContext context, HugePages.Mode hugePages, boolean transports) {
         // Configuration first: a bad value fails before anything is opened.
         HugePages.Mode mode = hugePages;
         long pageSize = PAGE_SIZE;
@@ -149,7 +159,8 @@ final class MemfdProvider implements MemoryProvider {
             OwnerLease.reclaimDeadOrWarn(libc, directory, FdProtocol.FILE_PREFIX, context.logger());
             OwnerLease lease = OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX, context.logger());
             try {
-                return new MemfdProvider(libc, mode, pageSize, directory, lease, allowedUids, serverTimeoutNanos, context.logger());
+                return new MemfdProvider(libc, mode, pageSize, directory, lease, allowedUids, serverTimeoutNanos, context.logger(),
+                        transports);
             } catch (RuntimeException | Error e) {
                 // Left locked, the lease would pass for a live owner's to every reclaim and conduit info.
                 Cleanup.run(e, lease::close);
@@ -372,12 +383,17 @@ final class MemfdProvider implements MemoryProvider {
         }
     }
 
-    private static ConduitException allocationFailure(long size, ErrnoException e) {
+    private ConduitException allocationFailure(long size, ErrnoException e) {
         String remedy = switch (e.errno()) {
-            case Errno.EMFILE, Errno.ENFILE -> ": " + Errno.shortageRemedy(e.errno()) + "; every memfd chunk keeps a descriptor "
-                    + "open, so larger chunks (pool.chunk.size) need fewer";
-            case Errno.ENOMEM -> ": not enough memory, address space or mappings; free chunks, or raise the address-space limit "
-                    + "(ulimit -v, RLIMIT_AS) or vm.max_map_count";
+            // A transport's chunk is one per worker (its queue) or per connection (its ring), whatever its size: no key
+            // makes fewer of them, and pool.chunk.size, which the pool's remedy names, sizes none of them.
+            case Errno.EMFILE, Errno.ENFILE -> ": " + Errno.shortageRemedy(e.errno()) + (transports
+                    ? "; every worker's receive queue and every connection's bounce ring keeps a descriptor open"
+                    : "; every memfd chunk keeps a descriptor open, so larger chunks (pool.chunk.size) need fewer");
+            case Errno.ENOMEM -> ": not enough memory, address space or mappings; " + (transports
+                    ? "raise the address-space limit (ulimit -v, RLIMIT_AS) or vm.max_map_count, or make memfd.bounce.size and "
+                    + "memfd.queue.size smaller"
+                    : "free chunks, or raise the address-space limit (ulimit -v, RLIMIT_AS) or vm.max_map_count");
             default -> "";
         };
         return new ConduitException("cannot allocate a memfd chunk of " + size + " bytes: " + e.getMessage() + remedy, e);

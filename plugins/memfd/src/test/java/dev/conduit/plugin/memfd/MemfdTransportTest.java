@@ -156,4 +156,35 @@ class MemfdTransportTest {
             assertThat(files.toList()).isEmpty();
         }
     }
+    /**
+     * A connection's bounce ring that gets no descriptor ({@code memfd_create}: {@code EMFILE})
+     * names the open-file limit as the remedy, and not {@code pool.chunk.size}, which sizes the
+     * pool's chunks and nothing of the transport's (until 2026-12-08 the ring's failure told to
+     * raise it); the endpoint stays usable, and the large message goes once a descriptor is had.
+     */
+    @Test
+    void aBounceRingThatGetsNoDescriptorNamesTheOpenFileLimitNotThePoolsChunkSize() {
+        List<Long> received = new ArrayList<>();
+        Transport receiver = transport((id, hb, ho, hl, pb, po, pl) -> received.add(pl), Map.of("memfd.queue.size", "64k"));
+        java.util.concurrent.atomic.AtomicBoolean outOfDescriptors = new java.util.concurrent.atomic.AtomicBoolean();
+        dev.conduit.linux.Libc libc = FailingLibc.failing(dev.conduit.linux.Errno.EMFILE,
+                (call, args) -> call.equals("memfdCreate") && outOfDescriptors.get());
+        dev.conduit.spi.TransportContext context = TestContext.of(shared, Map.of("memfd.bounce.size", "64k"))
+                .forTransport(ThreadMode.SINGLE, (id, hb, ho, hl, pb, po, pl) -> { });
+        Transport sender = new dev.conduit.shm.ShmTransport("memfd", libc, context,
+                dev.conduit.shm.ShmTransportConfig.read(context.config(), "memfd"),
+                MemfdProvider.openForTransport(libc, context), new MemfdPlugin().ipcImporter(context));
+        open.add(sender);
+        TransportEndpoint ep = sender.connect(new PayloadReader(receiver.address()), cause -> { });
+        MemorySegment large = Arena.ofAuto().allocate(20_000);
+        outOfDescriptors.set(true);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> ep.trySend(1, MemorySegment.NULL, large))
+                .isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasMessageContaining("bounce ring").hasMessageContaining("EMFILE").hasMessageContaining("ulimit -n")
+                .hasMessageNotContaining("pool.chunk.size");
+        outOfDescriptors.set(false);
+        while (!ep.trySend(1, MemorySegment.NULL, large)) receiver.progress();
+        while (received.isEmpty()) receiver.progress();
+        assertThat(received).containsExactly(20_000L);
+    }
 }
