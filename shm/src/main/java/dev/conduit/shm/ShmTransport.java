@@ -23,6 +23,7 @@ import dev.conduit.spi.PeerFailedException.Reason;
 import dev.conduit.spi.RepeatedWarning;
 import dev.conduit.spi.Transport;
 import dev.conduit.spi.TransportContext;
+import dev.conduit.spi.ThreadStart;
 import dev.conduit.spi.TransportEndpoint;
 
 import java.io.EOFException;
@@ -1434,13 +1435,9 @@ public final class ShmTransport implements Transport {
             // over. A shortage that passes, as one of descriptors does: refused, the connection lost this message and every
             // later one, and its sender's endpoint failed. So the record waits at the head, its budget still reserved.
             in.startAgainAt = headTriesAgainAt = (System.nanoTime() + livenessNanos) | 1; // never 0, which means no wait
-            throw new ReceiveQueue.RecordNotReady(new ConduitException(plugin + ": cannot map the bounce ring of connection "
+            throw new ReceiveQueue.RecordNotReady(ThreadStart.failed(plugin + ": cannot map the bounce ring of connection "
                     + Long.toHexString(connection) + " to read its large message, which waits at the head of this worker's "
-                    + "receive queue with every message behind it; another try starts every liveness.interval: no thread could be "
-                    + "started to map it (" + noThread.getMessage() + "): this process, or its cgroup, is at its limit of threads "
-                    + "or short of memory for a thread's stack. Raise the limit (ulimit -u, RLIMIT_NPROC; a container's pids "
-                    + "limit: docker run --pids-limit, the cgroup's pids.max; systemd TasksMax) or end threads the process no "
-                    + "longer needs", noThread));
+                    + "receive queue with every message behind it; another try starts every liveness.interval", noThread));
         }
         // This worker may sleep in await() meanwhile, its next record waiting for this ring.
         ring.whenComplete((mapping, failure) -> wakeSelf());

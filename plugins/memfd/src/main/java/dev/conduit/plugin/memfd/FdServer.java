@@ -13,6 +13,7 @@ import dev.conduit.shm.UserNamespace;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.RepeatedWarning;
+import dev.conduit.spi.ThreadStart;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -28,6 +29,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Function;
 
 import static dev.conduit.linux.EventfdFlags.EFD_NONBLOCK;
 import static dev.conduit.linux.PollEvents.POLLIN;
@@ -118,7 +120,7 @@ final class FdServer implements AutoCloseable {
 
     private FdServer(Libc libc, SharedDirectory directory, String socketName, String socketPath, Path procSelfFd,
                      FileDescriptor listener, FileDescriptor stop, Set<Integer> allowedUids, long timeoutNanos, OwnerLease lease,
-                     System.Logger logger) {
+                     System.Logger logger, Function<Runnable, Thread> threads) {
         this.libc = libc;
         this.directory = directory;
         this.socketName = socketName;
@@ -139,8 +141,7 @@ final class FdServer implements AutoCloseable {
         this.acceptFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.serveFailed = new RepeatedWarning(logger, REPEATED_WARNING);
         this.loopFailed = new RepeatedWarning(logger, REPEATED_WARNING);
-        this.thread = Thread.ofPlatform().daemon().name("conduit-memfd-server-" + lease.owner().substring(0, 8))
-                .unstarted(this::serveUntilStopped);
+        this.thread = threads.apply(this::serveUntilStopped);
     }
 
     /**
@@ -165,6 +166,17 @@ final class FdServer implements AutoCloseable {
     /** {@link #start} with {@code procSelfFd} in place of {@code /proc/self/fd}: for tests of a process without it. */
     static FdServer start(Libc libc, SharedDirectory directory, OwnerLease lease, Set<Integer> allowedUids,
                           long timeoutNanos, System.Logger logger, Path procSelfFd) {
+        String threadName = "conduit-memfd-server-" + lease.owner().substring(0, 8);
+        return start(libc, directory, lease, allowedUids, timeoutNanos, logger, procSelfFd,
+                serve -> Thread.ofPlatform().daemon().name(threadName).unstarted(serve));
+    }
+
+    /**
+     * {@link #start} with {@code procSelfFd} in place of {@code /proc/self/fd}, its thread made by {@code threads}
+     * (unstarted): for tests, whose thread's start throws what a thread that cannot start throws.
+     */
+    static FdServer start(Libc libc, SharedDirectory directory, OwnerLease lease, Set<Integer> allowedUids,
+                          long timeoutNanos, System.Logger logger, Path procSelfFd, Function<Runnable, Thread> threads) {
         String name = lease.newSocketName(FdProtocol.SOCKET_SUFFIX);
         String path = FdProtocol.socketPath(directory.path(), name);
         String address = FdProtocol.bindAddress(directory, name, procSelfFd);
@@ -194,10 +206,12 @@ final class FdServer implements AutoCloseable {
                 throw startFailure(path, e);
             }
             FdServer server = new FdServer(libc, directory, name, path, procSelfFd, listener, stop, allowedUids, timeoutNanos, lease,
-                    logger);
+                    logger, threads);
             logger.log(DEBUG, () -> "memfd fd server listening on " + path);
-            // Last: a failure after it would close, under the running thread, the descriptors it polls.
-            server.thread.start();
+            // Last: a failure after it would close, under the running thread, the descriptors it polls. One that cannot start
+            // (at the thread limit) leaves nothing: below, the socket is closed and its file removed, as on any failure.
+            ThreadStart.start(server.thread, "cannot start the memfd fd server at " + path + ", which hands this process's "
+                    + "exported chunks (a pool's exports, a worker's receive queue and bounce rings) to the processes that import them");
             return server;
         } catch (RuntimeException | Error e) {
             if (stop != null) {

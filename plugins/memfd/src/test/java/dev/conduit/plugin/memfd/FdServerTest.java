@@ -751,6 +751,41 @@ class FdServerTest {
         }
     }
 
+    /**
+     * A server whose thread cannot start (the process, or its cgroup, at its limit of threads:
+     * Thread.start throws OutOfMemoryError "unable to create native thread") fails its start with a
+     * ConduitException naming the server, the limit and the remedy, and leaves no socket, file or
+     * descriptor; a start once a thread can be had serves. It threw the JVM's bare error, with no
+     * remedy, from a worker's creation and a pool's first export.
+     */
+    @Test
+    void aServerWhoseThreadCannotStartSaysWhichLimitToRaiseAndLeavesNothing() throws Exception {
+        OutOfMemoryError noThread = new OutOfMemoryError("unable to create native thread: possibly out of memory or process/resource "
+                + "limits reached (injected by the test)");
+        try (dev.conduit.shm.SharedDirectory directory = dev.conduit.shm.SharedDirectory.open(libc, shared, "shared.dir");
+             dev.conduit.shm.OwnerLease lease = dev.conduit.shm.OwnerLease.acquire(libc, directory, FdProtocol.FILE_PREFIX)) {
+            long before = Leaks.openFdsWhenQuiet();
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> FdServer.start(libc, directory, lease, Set.of(), 1_000_000_000L,
+                            System.getLogger("test"), FdProtocol.PROC_SELF_FD, serve -> new Thread(serve) {
+                                @Override
+                                public void start() {
+                                    throw noThread;
+                                }
+                            }))
+                    .isInstanceOf(dev.conduit.spi.ConduitException.class).hasCause(noThread)
+                    .hasMessageContaining("cannot start the memfd fd server at " + shared)
+                    .hasMessageContaining("unable to create native thread").hasMessageContaining("limit of threads")
+                    .hasMessageContaining("ulimit -u").hasMessageContaining("pids.max").hasMessageContaining("TasksMax");
+            assertThat(Leaks.files(shared)).as("what the failed start left").singleElement()
+                    .satisfies(name -> assertThat(name).endsWith(".lease"));
+            assertThat(Leaks.openFds()).as("descriptors after the failed start").isEqualTo(before);
+            try (FdServer server = FdServer.start(libc, directory, lease, Set.of(), 1_000_000_000L, System.getLogger("test"))) {
+                assertThat(shared.resolve(server.socketName())).exists();
+            }
+        }
+        assertThat(Leaks.serverThreads()).isEmpty();
+    }
+
     /** What puts something in place of a socket's file, given its path: a symbolic link, another file. */
     private interface Plant {
         void at(Path address) throws java.io.IOException;
