@@ -159,7 +159,7 @@ class MemfdTransportTest {
     /**
      * A connection's bounce ring that gets no descriptor ({@code memfd_create}: {@code EMFILE})
      * names the open-file limit as the remedy, and not {@code pool.chunk.size}, which sizes the
-     * pool's chunks and nothing of the transport's (until 2026-12-08 the ring's failure told to
+     * pool's chunks and nothing of the transport's (until 2026-12-07 the ring's failure told to
      * raise it); the endpoint stays usable, and the large message goes once a descriptor is had.
      */
     @Test

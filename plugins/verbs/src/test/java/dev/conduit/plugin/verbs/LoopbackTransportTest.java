@@ -948,7 +948,7 @@ class LoopbackTransportTest {
      * As {@code ibv_destroy_comp_channel} in libibverbs: a completion channel that a completion
      * queue still uses is refused with {@code EBUSY} and stays, to be destroyed once the queue
      * went; so a transport that destroyed its channel before its queues would fail here as on a
-     * device. Until 2026-12-08 the simulation destroyed it.
+     * device. Until 2026-12-07 the simulation destroyed it.
      */
     @Test
     void aCompletionChannelThatACompletionQueueStillUsesIsRefusedWithEbusyAsByTheLibrary() {

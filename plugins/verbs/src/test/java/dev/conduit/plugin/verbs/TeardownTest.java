@@ -109,7 +109,7 @@ class TeardownTest {
     /**
      * A chunk whose {@code ibv_dereg_mr} failed once is deregistered, and its memory freed, at
      * the provider's next free or allocation; the provider's close then releases the protection
-     * domain and the device context. Until 2026-12-08 nothing kept the chunk: its registration
+     * domain and the device context. Until 2026-12-07 nothing kept the chunk: its registration
      * stayed for good and, at the close of the device context's last user, {@code ibv_dealloc_pd}
      * failed ({@code EBUSY}), the protection domain held until the process exited.
      */
@@ -286,7 +286,7 @@ class TeardownTest {
      * A queue pair whose {@code ibv_destroy_qp} failed once is destroyed by the worker's next
      * liveness look, which then frees the connection's buffers and slot; the worker's close then
      * destroys its completion queues and protection domains and closes the device context. Until
-     * 2026-12-08 nothing kept the queue pair: its slot stayed taken for good, and at the worker's
+     * 2026-12-07 nothing kept the queue pair: its slot stayed taken for good, and at the worker's
      * close the completion queues and protection domain it was on failed to go too ({@code EBUSY}),
      * held until the process exited.
      */
