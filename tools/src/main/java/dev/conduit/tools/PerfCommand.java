@@ -3,6 +3,8 @@ package dev.conduit.tools;
 import dev.conduit.Conduit;
 import dev.conduit.ConduitBuilder;
 import dev.conduit.ConfigEntry;
+import dev.conduit.PluginInfo;
+import dev.conduit.spi.Capability;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
@@ -63,7 +65,7 @@ import java.util.function.UnaryOperator;
                 "  0  success",
                 "  1  Conduit or the peer failed: the message goes to standard error",
                 "  2  usage error: unknown test, malformed size or duration, options that",
-                "     exclude each other",
+                "     exclude each other, a -t that selects no plugin that carries messages",
                 "",
                 "Examples:",
                 "  conduit perf                                  default suite, spawned peer",
@@ -342,6 +344,7 @@ final class PerfCommand implements Callable<Integer> {
         int exit;
         PerfServer server;
         try (Conduit c = open(Map.of())) {
+            requireATransport(c);
             dir = sharedDirectoryOf(c);
             PerfServer.Options o = new PerfServer.Options(threadMode, regionSize != null ? regionSize : 1L << 20, keep, dir,
                     name != null ? name : DEFAULT_NAME, listen, exitWithStdin, timeout);
@@ -359,6 +362,7 @@ final class PerfCommand implements Callable<Integer> {
 
     private int connectTo(PerfPlan plan, PrintWriter out, PrintWriter err) {
         try (Conduit c = open(Map.of())) {
+            requireATransport(c);
             PerfBootstrap bootstrap;
             String how;
             Path file = null;
@@ -400,6 +404,7 @@ final class PerfCommand implements Callable<Integer> {
         // Opened before the server is started: a configuration error (-t, --set) is reported once, from here, and the
         // server's private directory goes into the configured shared.dir (--set, system property, CONDUIT_SHARED_DIR).
         try (Conduit c = open(Map.of())) {
+            requireATransport(c);
             parent = sharedDirectoryOf(c);
         }
         List<String> serverArguments = new ArrayList<>(List.of("--thread-mode", threadMode.name().toLowerCase(Locale.ROOT),
@@ -588,6 +593,52 @@ final class PerfCommand implements Callable<Integer> {
         }
         out.flush();
         err.flush();
+    }
+
+    /**
+     * Refuses at once a selection under which no plugin carries messages: every test runs over an endpoint between the two
+     * workers, its session's BEGIN, READY and END too, ipc_import's included. A spawned run started its server's JVM first and
+     * failed with that server's error wrapped in "the perf server exited before it published ...", and a --connect client
+     * waited its whole --timeout for a bootstrap file before it found it had no transport. A selection of plugins that
+     * declare none (devdax alone: it provides memory) is the command line's fault when -t or --set made it, so a usage
+     * error. One whose plugins declare one that is unusable here (verbs without an RDMA device, a shared directory that is
+     * missing or not writable) is left to the run: its errors name the directory as the user gave it, with the remedy.
+     */
+    private void requireATransport(Conduit c) {
+        List<PluginInfo> chosen = c.plugins().stream().filter(p -> p.status() != PluginInfo.Status.EXCLUDED).toList();
+        // Empty capabilities: not known (its metadata could not be read), so not taken for none.
+        if (chosen.stream().anyMatch(p -> p.capabilities().isEmpty() || p.capabilities().contains(Capability.AM))) return;
+        ConfigEntry transports = c.configuration().stream().filter(e -> e.key().equals("transports")).findFirst().orElseThrow();
+        String selection = transport != null ? "-t " + transport
+                : switch (transports.source()) {
+                    case BUILDER -> "--set transports=" + transports.value();
+                    case SYSTEM_PROPERTY -> "the system property " + transports.property() + "=" + transports.value();
+                    case ENVIRONMENT -> transports.environment() + "=" + transports.value();
+                    case DEFAULT -> "transports, not set (every plugin found here),";
+                };
+        StringBuilder why = new StringBuilder(selection).append(" selects no plugin that carries messages: ");
+        if (chosen.isEmpty()) why.append("it leaves every plugin out");
+        for (int i = 0; i < chosen.size(); i++) {
+            PluginInfo p = chosen.get(i);
+            why.append(i == 0 ? "" : "; ").append(p.name()).append(" declares ")
+                    .append(String.join(", ", p.capabilities().stream().sorted().map(Enum::name).toList())).append(" and no AM (a transport)");
+        }
+        why.append(", and every conduit perf test runs over an endpoint between two workers; ").append(whatWouldCarry(chosen));
+        if (transport != null || transports.source() == ConfigEntry.Source.BUILDER) throw usage(why.toString());
+        throw new ConduitException(why.toString());
+    }
+
+    /** The -t values whose plugin offers a transport here, each probed as an empty transports would; {@code chosen} the selection's. */
+    private String whatWouldCarry(List<PluginInfo> chosen) {
+        List<String> carriers;
+        try (Conduit all = open(Map.of("transports", ""))) {
+            carriers = all.plugins().stream().filter(p -> p.status() == PluginInfo.Status.SELECTED
+                    && p.capabilities().contains(Capability.AM) && !p.unsupportedHere().containsKey(Capability.AM)).map(PluginInfo::name).toList();
+        }
+        if (carriers.isEmpty()) return "no plugin here offers one ('conduit info --set transports=' says why each does not)";
+        String other = chosen.stream().map(PluginInfo::name).filter(n -> !carriers.contains(n)).findFirst().map(n -> "," + n).orElse("");
+        return "here " + String.join(" or ", carriers.stream().map(n -> "-t " + n).toList()) + " would (or a list with "
+                + (carriers.size() == 1 ? "it" : "one of them") + ", e.g. -t " + carriers.getFirst() + other + ")";
     }
 
     /** Opens Conduit with --set, then -t, the shared directory of this run and {@code extra} on top. */

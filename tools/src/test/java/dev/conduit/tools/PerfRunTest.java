@@ -328,6 +328,37 @@ class PerfRunTest {
                 "the start of its JVM counts against --timeout: give a longer --timeout").doesNotContain("start one with");
     }
 
+    /**
+     * A selection of plugins none of which carries messages (devdax provides memory only) is a usage error before anything
+     * starts, naming the plugin, what it lacks and the -t values that would work here, in each way to run: a spawned run
+     * started its server's JVM and failed with that server's error wrapped in "the perf server exited before it published
+     * ...", and a --connect client waited its whole --timeout for a bootstrap file before it found it had no transport.
+     */
+    @Test
+    void aSelectionOfPluginsThatCarryNoMessagesIsAUsageErrorNamingWhatWouldWork() {
+        for (List<String> way : List.of(List.of("am_lat"), List.of("ipc_import"), List.of("--connect", "am_lat"), List.of("--server"))) {
+            Result result = run(concat(List.of("perf", "-t", "devdax", "--timeout", "5s"), way.toArray(String[]::new)));
+
+            assertThat(result.exitCode()).as(way + ": " + result.err()).isEqualTo(ConduitCommand.EXIT_USAGE);
+            assertThat(result.err()).as(way.toString())
+                    .contains("-t devdax selects no plugin that carries messages: devdax declares MEMORY, IPC and no AM")
+                    .contains("here -t memfd or -t posix would (or a list with one of them, e.g. -t memfd,devdax)")
+                    .doesNotContain("the perf server exited", "no perf server published");
+        }
+        Result set = run("perf", "am_lat", "--set", "transports=devdax");
+        assertThat(set.exitCode()).as(set.err()).isEqualTo(ConduitCommand.EXIT_USAGE);
+        assertThat(set.err()).contains("--set transports=devdax selects no plugin that carries messages");
+    }
+
+    /** A list in which one plugin carries messages is not refused for another that carries none: the run uses the one. */
+    @Test
+    void aSelectionWithOnePluginThatCarriesMessagesRuns() {
+        Result result = run(concat(List.of("perf", "-t", "devdax,posix"), SHORT));
+
+        assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_OK);
+        assertThat(checkDocument(result.out()).get("transport")).isEqualTo("posix");
+    }
+
     /** A connect that the server's host never answers (here: a full accept queue) gives up at --timeout. */
     @Test
     void aTcpConnectThatIsNeverAnsweredEndsAtTheTimeout() throws Exception {
