@@ -21,7 +21,6 @@ import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.TypeConversionException;
 
-import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -280,14 +279,8 @@ final class PerfCommand implements Callable<Integer> {
             Path parent = plot.toAbsolutePath().getParent();
             if (!Files.isDirectory(parent)) throw usage("--plot " + plot + ": the directory " + parent + " does not exist");
             if (Files.isDirectory(plot)) throw usage("--plot " + plot + " is a directory: give a file name, e.g. perf.png");
-            // By making a file there: a permission check passes root on a file system that holds none (procfs), where the
-            // chart's write failed after the run, its ENOENT taken for a full disk ("free space there").
-            try {
-                Files.delete(Files.createTempFile(parent, ".conduit-perf-plot", ".probe"));
-            } catch (IOException | SecurityException e) {
-                throw usage("--plot " + plot + ": the directory " + parent + " cannot hold a file (" + e + "): give a file in a "
-                        + "writable directory of a file system that holds files");
-            }
+            String why = PerfPlot.whyNoFileIn(parent);
+            if (why != null) throw usage("--plot " + plot + ": the directory " + parent + " cannot hold a file: " + why);
         }
         boolean tcp = listen != null || (connect != null && !connect.isEmpty());
         if (name != null) {

@@ -1,5 +1,11 @@
 package dev.conduit.tools;
 
+import dev.conduit.linux.Errno;
+import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
+import dev.conduit.linux.OpenFlags;
 import dev.conduit.spi.ConduitException;
 import org.HdrHistogram.HistogramIterationValue;
 import org.jfree.chart.ChartUtils;
@@ -29,10 +35,12 @@ import java.text.NumberFormat;
 import java.text.ParsePosition;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * {@code conduit perf --plot FILE.png}: one PNG with, for every latency test, the latency
@@ -111,6 +119,34 @@ final class PerfPlot {
         } catch (IOException e) {
             throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + PerfPeer.reason(e)
                     + (PerfPeer.tooFull(file, png.size()) ? " (ENOSPC): free space there or give another --plot file" : "; give another --plot file"), e);
+        }
+    }
+
+    /**
+     * Why no file can be made in {@code dir}, as the errno names it with what that means there and what to do, or null when
+     * one can. Found by making one and removing it, before the run: a permission check passes root on a file system that
+     * holds none (procfs), where the chart's write failed after the run, its ENOENT taken for a full disk. Through the
+     * system calls, for the errno itself: the JDK's exception named the probe's own file, which the user never chose
+     * ("java.nio.file.NoSuchFileException: /proc/.conduit-perf-plot123.probe"), and its reason is in the process's locale.
+     */
+    static String whyNoFileIn(Path dir) {
+        Libc libc = Linux.libc();
+        String name = ".conduit-perf-plot-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong()) + ".probe";
+        // O_PATH: search permission is all a directory needs to make a file in it, not read permission too.
+        try (FileDescriptor directory = libc.open(dir.toString(), OpenFlags.O_PATH | OpenFlags.O_DIRECTORY, 0)) {
+            libc.openat(directory, name, OpenFlags.O_WRONLY | OpenFlags.O_CREAT | OpenFlags.O_EXCL | OpenFlags.O_NOFOLLOW, 0600).close();
+            libc.unlinkat(directory, name, 0);
+            return null;
+        } catch (ErrnoException e) {
+            String meaning = switch (e.errnoName()) {
+                case "ENOENT" -> ", though it exists: its file system makes no new files (procfs, for one)";
+                case "EACCES", "EPERM" -> ", this user may not create files there";
+                case "EROFS" -> ", it is mounted read-only";
+                case "ENOSPC", "EDQUOT" -> ", its file system has no room for one";
+                default -> "";
+            };
+            return e.errnoName() + " (" + Errno.description(e.errno()) + ")" + meaning + ": "
+                    + Errno.remedy(e.errno(), "give a file in a writable directory of a file system that holds files");
         }
     }
 

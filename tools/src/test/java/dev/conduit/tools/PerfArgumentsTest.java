@@ -8,7 +8,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 
@@ -122,8 +124,27 @@ class PerfArgumentsTest {
     void aChartInADirectoryThatHoldsNoFileIsAUsageErrorBeforeTheRun() {
         Result proc = usageError("perf", "am_lat", "--plot", "/proc/conduit-perf.png");
 
-        assertThat(proc.err()).contains("--plot /proc/conduit-perf.png: the directory /proc cannot hold a file (")
-                .contains("give a file in a writable directory of a file system that holds files");
+        assertThat(proc.err()).contains("--plot /proc/conduit-perf.png: the directory /proc cannot hold a file: ENOENT (No such file "
+                        + "or directory), though it exists: its file system makes no new files (procfs, for one)")
+                .contains("give a file in a writable directory of a file system that holds files")
+                .doesNotContain("java.nio", ".probe");
+    }
+
+    /**
+     * A directory this user may not write is named with EACCES in words: the error quoted the JDK's
+     * "java.nio.file.AccessDeniedException: DIR/.conduit-perf-plot123.probe", a file the user never named.
+     */
+    @Test
+    void aChartInADirectoryThisUserMayNotWriteNamesEaccesInWords(@TempDir Path dir) throws Exception {
+        Path readOnly = Files.createDirectory(dir.resolve("ro"), PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("r-xr-xr-x")));
+        ConduitProcess.Output result = ConduitProcess.runThrough(ConduitProcess.WITHOUT_DAC_OVERRIDE,
+                "perf", "am_lat", "--plot", readOnly.resolve("p.png").toString());
+
+        assertThat(result.exitCode()).as(result.output()).isEqualTo(ConduitCommand.EXIT_USAGE);
+        assertThat(result.output()).contains("--plot " + readOnly.resolve("p.png") + ": the directory " + readOnly
+                        + " cannot hold a file: EACCES (Permission denied), this user may not create files there")
+                .doesNotContain("java.nio", ".probe");
+        assertThat(readOnly).isEmptyDirectory();
     }
 
     @Test
