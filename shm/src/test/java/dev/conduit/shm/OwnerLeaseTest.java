@@ -270,9 +270,7 @@ class OwnerLeaseTest {
     @org.junit.jupiter.api.Timeout(value = 60, threadMode = org.junit.jupiter.api.Timeout.ThreadMode.SEPARATE_THREAD) // a guard against the hang this prevents (a blocked open), not a duration asserted
     void aFifoWithALeasesNameIsRefusedWithoutBlocking() throws Exception {
         Libc libc = Linux.libc();
-        Process mkfifo = new ProcessBuilder("mkfifo", shared.resolve("conduit-test-0123456789abcdef0123456789abcdef.lease").toString())
-                .inheritIO().start();
-        assertThat(mkfifo.waitFor()).isZero();
+        outputOfSuccessfulRun(List.of("mkfifo", shared.resolve("conduit-test-0123456789abcdef0123456789abcdef.lease").toString()));
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
             String fifo = "conduit-test-0123456789abcdef0123456789abcdef.lease";
             assertThatThrownBy(() -> directory.openLease(fifo)).isInstanceOf(dev.conduit.linux.ErrnoException.class)
@@ -294,8 +292,8 @@ class OwnerLeaseTest {
     void aDeviceNodeWithALeasesNameIsRefusedBeforeItIsOpened() throws Exception {
         Libc libc = Linux.libc();
         String device = "conduit-test-0123456789abcdef0123456789abcdef.lease";
-        org.assertj.core.api.Assumptions.assumeThat(new ProcessBuilder("mknod", shared.resolve(device).toString(), "c", "240", "77")
-                .inheritIO().start().waitFor()).as("mknod (CAP_MKNOD)").isZero();
+        Ran mknod = runToEnd(List.of("mknod", shared.resolve(device).toString(), "c", "240", "77"));
+        org.assertj.core.api.Assumptions.assumeThat(mknod.exitCode()).as("mknod (CAP_MKNOD): " + mknod.output()).isZero();
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
             assertThatThrownBy(() -> directory.openLease(device)).isInstanceOfSatisfying(dev.conduit.linux.ErrnoException.class,
                             e -> assertThat(e.errnoName()).as("refused before the device's open, which says ENXIO").isEqualTo("EINVAL"))
@@ -325,8 +323,7 @@ class OwnerLeaseTest {
     void somethingThatIsNoLeaseMakesNoOwnerAliveAndThrowsNothing() throws Exception {
         Libc libc = Linux.libc();
         String id = "0123456789abcdef0123456789abcdef";
-        Process mkfifo = new ProcessBuilder("mkfifo", shared.resolve("conduit-test-worker-" + id + ".lease").toString()).inheritIO().start();
-        assertThat(mkfifo.waitFor()).isZero();
+        outputOfSuccessfulRun(List.of("mkfifo", shared.resolve("conduit-test-worker-" + id + ".lease").toString()));
         java.nio.file.Files.createDirectory(shared.resolve("conduit-test-worker-f" + id.substring(1) + ".lease"));
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
             assertThat(OwnerLease.anyOwnerAlive(libc, directory, "conduit-test-worker", 0x01234567_00000001L, libc.geteuid())).isFalse();
@@ -584,6 +581,20 @@ class OwnerLeaseTest {
      * cannot use).
      */
     private static String outputOfSuccessfulRun(List<String> command) throws Exception {
+        Ran ran = runToEnd(command);
+        assertThat(ran.exitCode()).as(String.join(" ", command) + ": " + ran.output()).isZero();
+        return ran.output();
+    }
+
+    /** What a child run to its end printed, stdout and stderr interleaved, and its exit code. */
+    private record Ran(int exitCode, String output) {
+    }
+
+    /**
+     * Runs {@code command} with no stdin to its end, as {@link #outputOfSuccessfulRun} does, whatever its exit code: fails
+     * the test, with the output so far, only when it has not ended within the hang guard, after which it is killed.
+     */
+    private static Ran runToEnd(List<String> command) throws Exception {
         java.time.Duration guard = java.time.Duration.ofSeconds(60);
         Path file = java.nio.file.Files.createTempFile("conduit-child-", ".out");
         try {
@@ -599,8 +610,7 @@ class OwnerLeaseTest {
             String output = new String(java.nio.file.Files.readAllBytes(file), java.nio.charset.StandardCharsets.UTF_8);
             assertThat(ended).as(String.join(" ", command) + " ended within " + guard + " (a hang guard); its output so far:\n" + output)
                     .isTrue();
-            assertThat(child.exitValue()).as(output).isZero();
-            return output;
+            return new Ran(child.exitValue(), output);
         } finally {
             java.nio.file.Files.deleteIfExists(file);
         }
@@ -691,8 +701,7 @@ class OwnerLeaseTest {
         String leaseName = OwnerLease.leaseName("conduit-test", owner);
         java.nio.file.Files.createFile(shared.resolve(leaseName)); // unlocked: its owner is dead
         String prefix = "conduit-test-" + owner + "-chunk";
-        Process touch = new ProcessBuilder("sh", "-c", "touch \"$0/$1$(printf '\\377')\"", shared.toString(), prefix).start();
-        assertThat(touch.waitFor()).as("touch of a name ending in byte 0xff").isZero();
+        outputOfSuccessfulRun(List.of("sh", "-c", "touch \"$0/$1$(printf '\\377')\"", shared.toString(), prefix)); // a name ending in byte 0xff
         Libc libc = Linux.libc();
         try (SharedDirectory directory = SharedDirectory.open(libc, shared, "shared.dir (CONDUIT_SHARED_DIR)")) {
             assertThat(OwnerLease.reclaimDead(libc, directory, "conduit-test")).containsExactly(leaseName);
