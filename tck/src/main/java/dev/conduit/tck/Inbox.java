@@ -13,6 +13,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntPredicate;
 import java.util.function.Predicate;
 
 /**
@@ -45,6 +46,20 @@ final class Inbox implements MessageSink {
     /** {@link SenderClosed#addressThen} when the receiver gives no addresses ({@code NotSupportedException}) or is not known. */
     static final String NOT_ASKED = "not asked";
 
+    /**
+     * What a handler did inside {@code onMessage} of message {@code id} ({@link #whileDelivering}), and the message's
+     * header and payload read again as it returned, where the transport delivered them: both null when they could no
+     * longer be read, {@code why} then saying what reading them threw.
+     */
+    record ReadAgain(int id, String handlerDid, byte[] header, byte[] payload, String why) {
+    }
+
+    /** A handler run inside {@code onMessage} ({@link #whileDelivering}): what it did, in words for a failure. */
+    @FunctionalInterface
+    interface Handler {
+        String handle(int id, int headerLength, long payloadLength);
+    }
+
     /** A call into the plugin that may throw what its body throws. */
     @FunctionalInterface
     interface Call<T, E extends Exception> {
@@ -66,6 +81,12 @@ final class Inbox implements MessageSink {
     private volatile MemorySegment kept;
     private volatile Runnable keptRelease;
     private volatile int keptId = -1;
+    /** While set, runs inside onMessage of each message whose id it takes, after the message was copied out. */
+    private volatile Handler handler;
+    private volatile IntPredicate handles = id -> false;
+    private final List<ReadAgain> readAgain = new CopyOnWriteArrayList<>();
+    /** The first throwable of a {@link #handler}, kept rather than thrown into the transport's progress(). */
+    private final AtomicReference<Throwable> handlerFailure = new AtomicReference<>();
     /** The first delivery made outside the receiver's progress(), said as the failure says it. */
     private final AtomicReference<String> misdelivery = new AtomicReference<>();
     /** Whether a look at the inbox already failed for it: the check after the test then does not say it again. */
@@ -133,6 +154,10 @@ final class Inbox implements MessageSink {
         messages.add(new Received(id,
                 headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE),
                 payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE), named, sender));
+        Handler during = handler;
+        if (during != null && handles.test(id)) {
+            handle(during, id, headerBuffer, headerOffset, headerLength, payloadBuffer, payloadOffset, payloadLength);
+        }
         // Not an empty one: a payload of no bytes kept shows nothing of the memory a transport may reuse under it.
         if (keepOne && expected != null && payloadLength > 0) {
             Runnable release = expected.keepDelivered();
@@ -143,6 +168,45 @@ final class Inbox implements MessageSink {
                 keptId = id;
             }
         }
+    }
+
+    /**
+     * Runs {@code during} inside the call that delivers it, then reads the message's bytes again where they were
+     * delivered: they are valid until the call returns (MessageSink), whatever the handler did meanwhile. A throwable of
+     * the handler is kept ({@link #handlerFailure}), not thrown into the transport.
+     */
+    private void handle(Handler during, int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
+                        MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
+        String did;
+        try {
+            did = during.handle(id, headerLength, payloadLength);
+        } catch (Throwable e) {
+            handlerFailure.compareAndSet(null, e);
+            did = "threw " + e;
+        }
+        try {
+            readAgain.add(new ReadAgain(id, did, headerBuffer.asSlice(headerOffset, headerLength).toArray(ValueLayout.JAVA_BYTE),
+                    payloadBuffer.asSlice(payloadOffset, payloadLength).toArray(ValueLayout.JAVA_BYTE), null));
+        } catch (RuntimeException e) {
+            // A segment of memory the transport unmapped under the handler: IllegalStateException, never a crash.
+            readAgain.add(new ReadAgain(id, did, null, null, e.toString()));
+        }
+    }
+
+    /** From now on, runs {@code handler} inside onMessage of each message whose id {@code handles} takes. */
+    void whileDelivering(IntPredicate handles, Handler handler) {
+        this.handles = handles;
+        this.handler = handler;
+    }
+
+    /** The bytes of each message handled ({@link #whileDelivering}), read again as its handler returned, in order. */
+    List<ReadAgain> readAgain() {
+        return readAgain;
+    }
+
+    /** What the first handler that threw threw ({@link #whileDelivering}), or null. */
+    Throwable handlerFailure() {
+        return handlerFailure.get();
     }
 
     /** Asks the receiver to keep the payload of each message from now on, until it keeps one ({@code Transport.keepDelivered}). */

@@ -525,6 +525,86 @@ public abstract class TransportContract extends PluginContract {
                 + "returns false)");
     }
 
+    /** The most a handler of {@link #aDeliveredMessageStaysAsDeliveredWhileItsHandlerSendsToTheSameReceiver} sends, if never refused. */
+    static final int MOST_SENT_FROM_A_HANDLER = 4096;
+    static final long MOST_BYTES_SENT_FROM_A_HANDLER = 16L << 20;
+
+    /**
+     * The bytes handed to {@code onMessage} stay as delivered until the call returns ({@link dev.conduit.spi.MessageSink}),
+     * whatever the handler does meanwhile: an answering handler sends from inside the call ({@link Transport#progress()}),
+     * here to the same receiver, messages of the delivered one's sizes (other bytes) until the sender refuses (every room
+     * the receiver gave back taken) or {@value #MOST_SENT_FROM_A_HANDLER} messages or
+     * {@value #MOST_BYTES_SENT_FROM_A_HANDLER} bytes went, and then reads the message again. The inbox copies every
+     * message as it arrives, and until 2026-12-07 a transport that gave a message's room back to its senders before
+     * handing it to the sink (a ring whose read position is published first), where an answer was written into the
+     * bytes its handler was reading, passed every test.
+     */
+    @Test
+    public void aDeliveredMessageStaysAsDeliveredWhileItsHandlerSendsToTheSameReceiver() {
+        Inbox inbox = new Inbox();
+        Transport receiver = open(inbox);
+        Transport sender = open(new Inbox());
+        TransportEndpoint ep = connect(sender, receiver, cause -> { });
+        Numbered messages = Numbered.on(ep);
+        // Messages 1 to 7 have a handler, one of each of the suite's sizes but the empty one; what they send is numbered on.
+        int handled = Numbered.SIZES.length;
+        record Sent(int id, int headerLength, long payloadLength, long seed) {
+        }
+        List<Sent> sent = new ArrayList<>();
+        AtomicInteger answers = new AtomicInteger();
+        inbox.whileDelivering(id -> id > 0 && id < handled, (id, headerLength, payloadLength) -> {
+            // Another pattern at every byte than message id's (a seed 128 away): its bytes overwritten by one show.
+            long seed = id + 128;
+            MemorySegment header = Patterns.segment(headerLength, -seed);
+            MemorySegment payload = Patterns.segment(payloadLength, seed);
+            int count = 0;
+            boolean refused = false;
+            while (count < MOST_SENT_FROM_A_HANDLER && (long) count * (headerLength + payloadLength) < MOST_BYTES_SENT_FROM_A_HANDLER) {
+                int answer = handled + answers.get();
+                if (!plainSend(() -> ep.trySend(answer, header, payload))) {
+                    refused = true;
+                    break;
+                }
+                answers.incrementAndGet();
+                sent.add(new Sent(answer, headerLength, payloadLength, seed));
+                count++;
+            }
+            return "sent " + count + " messages of " + headerLength + " + " + payloadLength + " bytes to the same receiver"
+                    + (refused ? ", until trySend refused" : "");
+        });
+        for (int i = 1; i < handled; i++) {
+            sent.add(new Sent(i, messages.headerLength(i), messages.payloadSize(i), i));
+            sendWhenAccepted(ep, i, messages.header(i), messages.payload(i), receiver, sender);
+            progressWhileArriving(() -> sent.size() + " messages, those sent from the handlers included: " + inbox.size() + " arrived",
+                    () -> inbox.size() >= sent.size(), inbox::size, () -> {
+                        Inbox.progress(receiver);
+                        return Inbox.progress(sender);
+                    });
+        }
+        if (inbox.handlerFailure() != null) {
+            throw new AssertionError("a handler's send from inside onMessage failed: " + inbox.handlerFailure(), inbox.handlerFailure());
+        }
+        assertThat(inbox.readAgain()).as("messages whose handler ran").hasSize(handled - 1);
+        for (Inbox.ReadAgain again : inbox.readAgain()) {
+            int id = again.id();
+            String what = " of message " + id + ", read again as onMessage returned, after its handler " + again.handlerDid()
+                    + " (MessageSink: the bytes handed to onMessage are valid until it returns, whatever the handler does; a transport "
+                    + "gives a message's room back to its senders only once the sink's call returned)";
+            if (again.why() != null) throw new AssertionError("the bytes" + what + " could not be read: " + again.why());
+            assertSameBytes(again.header(), "read again", Patterns.bytes(messages.headerLength(id), -id), "delivered", "header" + what);
+            assertSameBytes(again.payload(), "read again", Patterns.bytes(messages.payloadSize(id), id), "delivered", "payload" + what);
+        }
+        assertThat(inbox.size()).as("messages delivered for %d sent (a duplicate makes more)", sent.size()).isEqualTo(sent.size());
+        for (int i = 0; i < sent.size(); i++) {
+            Sent s = sent.get(i);
+            Inbox.Received m = inbox.messages().get(i);
+            String how = s.id() < handled ? "" : ", sent from the handler of message " + (s.seed() - 128);
+            assertThat(m.id()).as("id of message %d delivered (order)", i).isEqualTo(s.id());
+            assertSameBytes(m.header(), Patterns.bytes(s.headerLength(), -s.seed()), "header of message " + s.id() + how);
+            assertSameBytes(m.payload(), Patterns.bytes(s.payloadLength(), s.seed()), "payload of message " + s.id() + how);
+        }
+    }
+
     /**
      * Zero-copy send ({@link TransportEndpoint#trySendEncoded}), where the transport offers it: the
      * encoder is called once, on {@code maxLength} bytes; what it wrote is committed and delivered in

@@ -29,8 +29,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -247,6 +250,36 @@ final class BrokenPlugins {
                     return super.progress();
                 }
             };
+        }
+    }
+
+    /**
+     * Gives each message's payload slot back to its senders as it takes the message off its queue, before it hands the
+     * message to the sink, as a ring that publishes its read position before it delivers: a send made from inside the
+     * handler (an answer, to the same receiver) is written into the very bytes the handler is reading.
+     */
+    public static final class FreesSlotsBeforeDelivering extends LoopbackPlugin {
+        /** Payload slots given back, by length, the last given back first: the next message of that length is written into one. */
+        private final Map<Integer, ArrayDeque<byte[]>> free = new HashMap<>();
+
+        @Override
+        synchronized void takenOff(Message m) {
+            free.computeIfAbsent(m.payload().length, length -> new ArrayDeque<>()).push(m.payload());
+        }
+
+        @Override
+        void enqueue(LoopbackEndpoint from, Message message) {
+            byte[] slot;
+            synchronized (this) {
+                ArrayDeque<byte[]> slots = free.get(message.payload().length);
+                slot = slots == null ? null : slots.poll();
+            }
+            if (slot == null) {
+                super.enqueue(from, message);
+                return;
+            }
+            System.arraycopy(message.payload(), 0, slot, 0, slot.length);
+            super.enqueue(from, new Message(message.id(), message.header(), slot, message.connection(), message.from()));
         }
     }
 
@@ -1506,6 +1539,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ReadsSendBuffersLater();
+        }
+    }
+
+    public static final class FreesSlotsBeforeDeliveringSuite extends LoopbackSuite {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new FreesSlotsBeforeDelivering();
         }
     }
 

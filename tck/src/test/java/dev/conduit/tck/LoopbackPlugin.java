@@ -275,6 +275,13 @@ public class LoopbackPlugin implements ConduitPlugin {
         return false;
     }
 
+    /**
+     * Called as progress() takes {@code m} off its queue, before the sink gets it: a broken fixture gives the message's
+     * memory back to its senders here, where a transport may do so only once the sink's call returned.
+     */
+    void takenOff(Message m) {
+    }
+
     /** Hands one message to the receiver's queue; the MULTI fixture overrides it to do so unsafely. */
     void enqueue(LoopbackEndpoint from, Message message) {
         from.target.offer(message);
@@ -386,6 +393,7 @@ public class LoopbackPlugin implements ConduitPlugin {
         public int progress() {
             int events = tellsTheEndAfterTheLastMessage() ? 0 : tellEnds();
             for (Message m; deliversNext() && (m = poll()) != null; events++) {
+                takenOff(m);
                 MemorySegment header = MemorySegment.ofArray(m.header());
                 MemorySegment payload = MemorySegment.ofArray(m.payload());
                 delivering = payload;
