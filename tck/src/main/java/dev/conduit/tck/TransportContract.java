@@ -1417,6 +1417,14 @@ public abstract class TransportContract extends PluginContract {
 
     // ---- through the runtime ----
 
+    /**
+     * A {@code MULTI} worker sends from 4 threads at once, each from a buffer of its own that it refills as each send
+     * returns, and progresses from them and from the test's thread: every thread's messages arrive once, in its order,
+     * as sent. The runtime hands a plugin that does not declare {@code MULTI} one call at a time (its lock), from
+     * whichever thread made it. A failure names the thread and the call, what the plugin threw or delivered, and the
+     * rule it broke ({@link #whyACallOfAMultiWorkerThrew}); it was a bare exception among "errors of the sending threads",
+     * or two lists of 2,000 sequence numbers.
+     */
     @Test
     public void aMultiWorkerUsedFromManyThreadsKeepsEachThreadsOrder() throws Exception {
         Conduit conduit = newConduit();
@@ -1431,35 +1439,100 @@ public abstract class TransportContract extends PluginContract {
             count.incrementAndGet();
         });
         Endpoint ep = sender.connect(receiver.address());
-        List<Throwable> errors = new CopyOnWriteArrayList<>();
+        record Failed(String who, String call, Throwable error) {
+        }
+        List<Failed> failed = new CopyOnWriteArrayList<>();
         List<Thread> senders = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             long thread = t;
             senders.add(startTestThread("tck-multi-worker-sender-" + thread, () -> {
+                long seq = -1;
+                boolean sending = true;
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment payload = arena.allocate(16);
-                    for (long seq = 0; seq < perThread; seq++) {
+                    for (seq = 0; seq < perThread; seq++) {
                         payload.set(ValueLayout.JAVA_LONG, 0, thread);
                         payload.set(ValueLayout.JAVA_LONG, 8, seq);
+                        sending = true;
                         ep.send(1, payload);
+                        sending = false;
                         if (seq % 16 == 0) sender.progress();
                     }
                 } catch (Throwable e) {
-                    errors.add(e);
+                    failed.add(new Failed("thread '" + Thread.currentThread().getName() + "'", seq < 0 ? "its start"
+                            : sending ? "Endpoint.send of its message " + seq : "the sender's Worker.progress() after its message " + seq, e));
                 }
             }));
         }
         // Until every message arrived, or a sender failed: its own error says more than the messages missing.
-        progressWhileArriving(() -> threads * perThread + " messages from " + threads + " threads: " + count.get() + " arrived",
-                () -> count.get() >= threads * perThread || !errors.isEmpty(), count::get, () -> {
-                    receiver.progress();
-                    return sender.progress();
-                });
+        try {
+            progressWhileArriving(() -> threads * perThread + " messages from " + threads + " threads: " + count.get() + " arrived",
+                    () -> count.get() >= threads * perThread || !failed.isEmpty(), count::get, () -> {
+                        receiver.progress();
+                        return sender.progress();
+                    });
+        } catch (RuntimeException e) {
+            failed.add(new Failed("the progress thread '" + Thread.currentThread().getName() + "'", "Worker.progress() of the receiver or "
+                    + "the sender", e));
+        }
         for (Thread t : senders) t.join();
-        assertThat(errors).as("errors of the sending threads").isEmpty();
-        assertThat(received).hasSize(threads);
-        List<Long> expected = java.util.stream.LongStream.range(0, perThread).boxed().toList();
-        received.forEach((thread, seqs) -> assertThat(seqs).as("sequence numbers thread %d sent, as delivered", thread).isEqualTo(expected));
+        if (!failed.isEmpty()) {
+            Failed first = failed.getFirst();
+            AssertionError failure = new AssertionError(failed.size() + " thread(s) of the test failed; the first, " + first.who()
+                    + ", in " + first.call() + ": " + first.error() + ": " + whyACallOfAMultiWorkerThrew(first.error()),
+                    first.error());
+            failed.stream().skip(1).forEach(f -> failure.addSuppressed(f.error()));
+            throw failure;
+        }
+        String rule = " (Endpoint.send: the messages one thread sends on an endpoint arrive once each, in the order it sent them, with "
+                + "their bytes; the plugin was called from " + threads + " threads in turn, and the handler read each message's 16 bytes, "
+                + "thread and sequence number, inside onMessage: a message lost, duplicated or reordered shows here, and so do bytes "
+                + "changed between trySend and the handler's return, by a send buffer read after trySend returned true, the thread's "
+                + "next message by then (TransportEndpoint#trySend), or a message's room given back to its senders before onMessage "
+                + "returned (MessageSink))";
+        for (long thread : received.keySet()) {
+            if (thread < 0 || thread >= threads) {
+                throw new AssertionError(received.get(thread).size() + " message(s) named sending thread " + thread + ", not one of the "
+                        + threads + " threads (0 to " + (threads - 1) + "): their bytes were not as sent when the handler read them" + rule);
+            }
+        }
+        for (long thread = 0; thread < threads; thread++) {
+            List<Long> seqs = received.getOrDefault(thread, List.of());
+            for (int i = 0; i < Math.max(seqs.size(), perThread); i++) {
+                if (i < seqs.size() && i < perThread && seqs.get(i) == i) continue;
+                String around = "; delivered around it: " + seqs.subList(Math.max(0, i - 3), Math.min(seqs.size(), i + 4));
+                throw new AssertionError("the messages thread " + thread + " sent, as delivered: " + (i >= seqs.size()
+                        ? "only " + seqs.size() + " of its " + perThread + " arrived, the first missing is message " + i
+                        : i >= perThread ? seqs.size() + " arrived for the " + perThread + " it sent (a duplicate makes more)" + around
+                        : "message " + i + " of " + perThread + " is sequence number " + seqs.get(i) + around) + rule);
+            }
+        }
+    }
+
+    /**
+     * Why a call of {@link #aMultiWorkerUsedFromManyThreadsKeepsEachThreadsOrder} threw {@code error}, as a rule of the
+     * SPI: a thread's memory touched from another thread's call, or the calls of a worker used from several threads.
+     */
+    static String whyACallOfAMultiWorkerThrew(Throwable error) {
+        for (Throwable e = error; e != null; e = e.getCause()) {
+            if (e instanceof WrongThreadException) {
+                return "the plugin touched memory confined to another thread: a sending thread's buffer (of its own confined arena "
+                        + "here) read from another thread's call after trySend returned (TransportEndpoint#trySend: once it returns "
+                        + "true the caller may reuse or free both segments, so a transport copies what it sends before it returns), "
+                        + "or memory of the plugin's own confined to the thread that made it (a MULTI worker calls a plugin from any "
+                        + "of its threads, one at a time for a plugin that does not declare MULTI: make it Arena.ofShared())";
+            }
+            if (e instanceof IllegalStateException && String.valueOf(e.getMessage()).contains("Already closed")) {
+                return "the plugin read memory already freed: a sending thread's buffer, freed as the thread ended, read after "
+                        + "trySend returned (TransportEndpoint#trySend: once it returns true the caller may reuse or free both "
+                        + "segments, so a transport copies what it sends before it returns)";
+            }
+        }
+        return "Endpoint.send queues what the transport cannot take now (trySend returns false, it throws only once its peer is "
+                + "known dead) and Worker.progress() throws only for a plugin's failure; a MULTI worker calls a plugin from any of "
+                + "its threads, one at a time for a plugin that does not declare MULTI (the runtime's lock), at once for one that "
+                + "does: state tied to the thread that made it (a confined arena, a ThreadLocal) or not safe for the calls it "
+                + "declared fails here (ThreadMode)";
     }
 
     @Test
