@@ -9,6 +9,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -66,12 +67,17 @@ final class MappingThread {
     private int ringsOut;
 
     MappingThread(String plugin, Consumer<ChunkMapping> unmapper) {
-        this.unmapper = unmapper;
-        executor = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
+        this(unmapper, task -> {
             Thread thread = new Thread(task, "conduit-" + plugin + "-mapper");
             thread.setDaemon(true);
             return thread;
         });
+    }
+
+    /** With {@code threads} making the thread: a test's may make one whose start() throws what Thread.start throws. */
+    MappingThread(Consumer<ChunkMapping> unmapper, ThreadFactory threads) {
+        this.unmapper = unmapper;
+        executor = new ThreadPoolExecutor(1, 1, 1, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), threads);
         executor.allowCoreThreadTimeOut(true);
     }
 
@@ -140,18 +146,28 @@ final class MappingThread {
         toUnmap.add(unmap);
         // One task per unmap, each running the oldest left: the n-th ends with the first n unmapped, before whatever was
         // asked after it.
-        executor.execute(() -> {
-            try {
-                synchronized (unmapping) {
-                    Runnable oldest = toUnmap.poll();
-                    if (oldest != null) oldest.run(); // else the close took it
+        try {
+            executor.execute(() -> {
+                try {
+                    synchronized (unmapping) {
+                        Runnable oldest = toUnmap.poll();
+                        if (oldest != null) oldest.run(); // else the close took it
+                    }
+                } finally {
+                    // Here, not in the hand-over: letting the thread time out interrupts it if idle, a second wake-up the
+                    // progress thread would pay (14 µs on the project's VM).
+                    if (ringMappedHere) countRingsOut(-1);
                 }
-            } finally {
-                // Here, not in the hand-over: letting the thread time out interrupts it if idle, a second wake-up the
-                // progress thread would pay (14 µs on the project's VM).
-                if (ringMappedHere) countRingsOut(-1);
-            }
-        });
+            });
+        } catch (OutOfMemoryError noThread) {
+            // No thread could be started (Thread.start: the process's or its cgroup's limit of threads, ThreadStart), and
+            // nothing waits on this thread: so the caller unmaps, with every unmap handed over before (a task left for one finds
+            // it done), as it did before the hand-over, and the ring is counted back. Thrown, the error reached an
+            // endpoint's release or progress() bare, the unmap waited for the next hand-over or the close, and a ring
+            // mapped here stayed counted out, so that this thread never ended again.
+            unmapHandedOver();
+            if (ringMappedHere) countRingsOut(-1);
+        }
     }
 
     /**
