@@ -43,7 +43,9 @@ public interface PluginContext {
      * it does, and the caller's interrupt status is kept; a native call sees no interrupt on either thread, so bound it by a timeout of the
      * plugin's own. The call must not depend on being made on the caller's thread: no state
      * confined to it (a confined arena, a thread-local, a lock the caller holds). Everything it
-     * opens and returns is the caller's: the runtime never drops a result.
+     * opens and returns is the caller's: the runtime never drops a result. When no platform thread
+     * can be started for a virtual thread's call (the process's or its cgroup's limit of threads),
+     * the call is not made and a {@link ConduitException} says so ({@link ThreadStart#failed}).
      *
      * <p>The default makes the call directly (a plugin's tests, the TCK's context), so a plugin
      * may call it whatever context it is given. Since SPI 1.1.

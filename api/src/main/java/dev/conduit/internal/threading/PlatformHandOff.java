@@ -1,8 +1,11 @@
 package dev.conduit.internal.threading;
 
+import dev.conduit.spi.ThreadStart;
+
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.function.Supplier;
 
 /**
@@ -49,8 +52,27 @@ public final class PlatformHandOff {
      * of a thread in {@code await} sends).
      */
     public static <T> T call(Callable<T> call) {
+        return call(call, THREADS);
+    }
+
+    /** As {@link #call(Callable)}, on {@code threads}: a test's may be unable to start one. */
+    static <T> T call(Callable<T> call, ExecutorService threads) {
         ClassLoader callers = Thread.currentThread().getContextClassLoader();
-        return ThreadConfinement.resultOf(THREADS.submit(() -> withContextLoader(callers, call)));
+        return ThreadConfinement.resultOf(submit(threads, () -> withContextLoader(callers, call)));
+    }
+
+    /**
+     * Hands {@code task} to {@code threads}, which starts a thread when none is idle: at the
+     * process's or its cgroup's limit of threads the JVM's bare OutOfMemoryError came out of a
+     * virtual thread's await, import or memfd connect, with no remedy (ThreadStart).
+     */
+    private static <T> Future<T> submit(ExecutorService threads, Callable<T> task) {
+        try {
+            return threads.submit(task);
+        } catch (OutOfMemoryError noThread) {
+            throw ThreadStart.failed("conduit: cannot start a platform thread (conduit-await-) to make a virtual thread's "
+                    + "blocking call (a worker's await, an import, a plugin's blockingCall) while the virtual thread parks", noThread);
+        }
     }
 
     /**
@@ -85,12 +107,17 @@ public final class PlatformHandOff {
      * the platform thread's next call does not see it.
      */
     public static <T> T blockingCall(Supplier<T> call) {
+        return blockingCall(call, THREADS);
+    }
+
+    /** As {@link #blockingCall(Supplier)}, on {@code threads}: a test's may be unable to start one. */
+    static <T> T blockingCall(Supplier<T> call, ExecutorService threads) {
         if (!Thread.currentThread().isVirtual()) return call.get();
         ForCaller<T> forCaller = new ForCaller<>(call, Thread.currentThread());
         // Passed on before the submit, not left to the wait below: a call that ends before the caller waits for it is
         // collected without a look at the caller's status, and would never have seen an interrupt set before it.
         if (Thread.currentThread().isInterrupted()) forCaller.interrupt();
-        return ThreadConfinement.resultOf(THREADS.submit(forCaller), forCaller::interrupt);
+        return ThreadConfinement.resultOf(submit(threads, forCaller), forCaller::interrupt);
     }
 
     /** A call made for a virtual thread, which passes its interrupts on to the platform thread while that makes it. */

@@ -205,6 +205,34 @@ class PlatformHandOffTest {
 
     private static final int CALLS_THAT_END_AT_ONCE = 20_000;
 
+    /**
+     * A virtual thread's blocking call, and a worker's await handed off, when no platform thread
+     * can be started (the process's or its cgroup's limit of threads): a ConduitException names
+     * the call, the limit and the remedy, the JVM's error its cause, and the call is not made.
+     * The JVM's bare OutOfMemoryError came out.
+     */
+    @Test
+    void aCallForWhichNoPlatformThreadCanStartSaysWhichLimitToRaise() throws Exception {
+        OutOfMemoryError noThread = new OutOfMemoryError("unable to create native thread: possibly out of memory or process/resource "
+                + "limits reached (injected by the test)");
+        java.util.concurrent.ExecutorService none = java.util.concurrent.Executors.newCachedThreadPool(task -> {
+            throw noThread; // what starting the pool's thread throws at the limit
+        });
+        try {
+            java.util.concurrent.atomic.AtomicBoolean made = new java.util.concurrent.atomic.AtomicBoolean();
+            Throwable[] thrown = onAVirtualThread(() -> new Throwable[] {
+                    org.assertj.core.api.Assertions.catchThrowable(() -> PlatformHandOff.blockingCall(() -> made.getAndSet(true), none)),
+                    org.assertj.core.api.Assertions.catchThrowable(() -> PlatformHandOff.call(() -> made.getAndSet(true), none))});
+            assertThat(thrown).allSatisfy(e -> assertThat(e).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                    .hasMessageContaining("conduit-await-").hasMessageContaining("blocking call")
+                    .hasMessageContaining("unable to create native thread").hasMessageContaining("ulimit -u")
+                    .hasMessageContaining("pids.max").hasCause(noThread));
+            assertThat(made).as("the call was made").isFalse();
+        } finally {
+            none.shutdownNow();
+        }
+    }
+
     /** Throws {@code e}, checked or not, where the compiler would not let a checked one through: as Kotlin does. */
     @SuppressWarnings("unchecked")
     private static <E extends Throwable> RuntimeException sneaky(Throwable e) throws E {
