@@ -126,7 +126,7 @@ public final class ConduitRuntime implements Conduit {
         }
         try {
             startKeepalive();
-        } catch (RuntimeException | Error e) { // no thread to be had (OutOfMemoryError): the worker is not handed out, so it goes
+        } catch (RuntimeException | Error e) { // no thread to be had (Periodic: a ConduitException): the worker is not handed out, so it goes
             Cleanup.run(e, worker::close);
             throw e;
         }

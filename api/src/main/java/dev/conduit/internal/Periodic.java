@@ -1,11 +1,14 @@
 package dev.conduit.internal;
 
 import dev.conduit.spi.BestEffortLog;
+import dev.conduit.spi.ConduitException;
+import dev.conduit.spi.ThreadStart;
 
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 
 /**
  * A daemon thread that runs a task once per interval until it is closed, or until the task says
@@ -46,17 +49,27 @@ public final class Periodic implements AutoCloseable {
      * @param interval      how often the task runs
      * @param contextLoader the thread's context class loader: that of the thread that built the {@code Conduit}
      * @param task          the round; {@code false} ends the thread
-     * @throws OutOfMemoryError when no thread can be had
+     * @throws ConduitException when no thread can be started ({@link ThreadStart#failed}: the
+     *                           process's or its cgroup's limit of threads)
      */
     public Periodic(String name, System.Logger log, Duration interval, ClassLoader contextLoader, BooleanSupplier task) {
+        this(name, log, interval, contextLoader, task,
+                run -> Thread.ofPlatform().daemon().name(name).inheritInheritableThreadLocals(false).unstarted(run));
+    }
+
+    /** As the public constructor, with {@code threads} making the thread unstarted: a test's may make one that cannot start. */
+    Periodic(String name, System.Logger log, Duration interval, ClassLoader contextLoader, BooleanSupplier task,
+             Function<Runnable, Thread> threads) {
         this.name = name;
         this.log = log;
         this.intervalNanos = interval.toNanos();
         this.task = task;
-        Thread unstarted = Thread.ofPlatform().daemon().name(name).inheritInheritableThreadLocals(false).unstarted(this::run);
+        Thread unstarted = threads.apply(this::run);
         unstarted.setContextClassLoader(contextLoader);
         this.thread = unstarted;
-        unstarted.start();
+        // The JVM's bare OutOfMemoryError came out of a worker's creation (the keepalive), with no remedy.
+        ThreadStart.start(unstarted, "conduit: cannot start the runtime's background thread " + name
+                + ", which runs its work once per interval");
     }
 
     private void run() {

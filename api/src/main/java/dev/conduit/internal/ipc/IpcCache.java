@@ -684,7 +684,7 @@ public final class IpcCache implements AutoCloseable {
             if (sweeper != null || sweeperRefused || closed) return;
             try {
                 sweeper = new Periodic("conduit-ipc-cache-sweep", LOG, idle, contextLoader, sweep(new WeakReference<>(this)));
-            } catch (OutOfMemoryError e) {
+            } catch (ConduitException e) { // no thread could be started (Periodic): the cache works on without the sweep
                 sweeperRefused = true;
                 LOG.log(System.Logger.Level.WARNING, "IPC cache: no thread could be started to unmap imports unused for ipc.cache.idle ("
                         + ConfigKey.durationText(idle) + "): unused imports stay mapped up to ipc.cache.bytes (" + maximumBytes
