@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
@@ -82,12 +83,28 @@ class MappingThreadTest {
             }
         };
         ChunkMapping mapped = mapper.map((payload, length) -> ring, new byte[0], 64, 0).join();
-        noThread = true;
+        // Threads stop starting inside the task, on the pool's thread, once this run() has returned: the pool's execute looks
+        // at its thread count again after it queued the task, and a thread that had ended on the task by then had it start
+        // another, which threw the injected error out of this run() into JUnit, which aborts the whole fork on an
+        // OutOfMemoryError (seen when the shm module's tests ran together).
+        AtomicReference<Thread> ended = new AtomicReference<>();
+        CountDownLatch handedOver = new CountDownLatch(1);
+        CountDownLatch ending = new CountDownLatch(1);
         mapper.run(() -> {
+            try {
+                if (!handedOver.await(HANG_GUARD_MILLIS, TimeUnit.MILLISECONDS)) return;
+            } catch (InterruptedException e) {
+                return;
+            }
+            noThread = true;
+            ended.set(Thread.currentThread());
+            ending.countDown();
             throw new StackOverflowError("injected by the test");
         });
-        made.getFirst().join(HANG_GUARD_MILLIS);
-        assertThat(made.getFirst().isAlive()).as("the thread that mapped the ring").isFalse();
+        handedOver.countDown();
+        assertThat(ending.await(HANG_GUARD_MILLIS, TimeUnit.MILLISECONDS)).isTrue();
+        ended.get().join(HANG_GUARD_MILLIS);
+        assertThat(ended.get().isAlive()).as("the thread that ended on the Error").isFalse();
 
         Throwable thrown = catchThrowable(() -> mapper.unmap(mapped));
         noThread = false;
