@@ -340,8 +340,7 @@ public abstract class MemoryProviderContract extends PluginContract {
                     + "ChunkMapping.close(), which unmaps it").isFalse();
             assertThat(mapping.exporterState()).as("ChunkMapping.exporterState() of plugin '%s' after the mapping's close, which it "
                     + "must answer as before", plugin.name()).isEqualTo(ExporterState.DEAD);
-            Map<String, String> left = openDescriptors();
-            left.entrySet().removeAll(descriptorsBefore.entrySet());
+            Map<String, String> left = descriptorsLeftSince(descriptorsBefore);
             assertThat(left).as("descriptors opened since the import of plugin '%s' and still open after the mapping's close, "
                     + "exporterState() asked before and after the exporter's death (a look keeps nothing open)", plugin.name()).isEmpty();
         } finally {

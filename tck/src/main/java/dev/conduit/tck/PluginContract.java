@@ -202,6 +202,27 @@ public abstract class PluginContract {
         return descriptors;
     }
 
+    /** How long a descriptor opened since a listing may take to close before it counts as left open. */
+    private static final long SETTLE_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(2);
+
+    /**
+     * The descriptors opened since {@code before} ({@link #openDescriptors}) that stay open: those
+     * still open, to the same target, when looked at again for up to two seconds. The JVM opens
+     * files of its own for an instant ({@code /proc/sys/vm/overcommit_memory}, read as it reserves
+     * memory), which one listing taken at that instant counted as the plugin's (a CI run of
+     * 2026-12-07, a test that did nothing but skip); what a plugin left open stays open. A bound on
+     * a wait, not a measure.
+     */
+    static Map<String, String> descriptorsLeftSince(Map<String, String> before) throws IOException, InterruptedException {
+        Map<String, String> left = openDescriptors();
+        left.entrySet().removeAll(before.entrySet());
+        for (long deadline = System.nanoTime() + SETTLE_NANOS; !left.isEmpty() && System.nanoTime() - deadline < 0; ) {
+            Thread.sleep(10);
+            left.entrySet().retainAll(openDescriptors().entrySet());
+        }
+        return left;
+    }
+
     /**
      * Whether the check after each test compares this process's descriptors with those before it
      * ({@link #openDescriptors}): the transport suite's, whose every test closes what it opened.
@@ -326,8 +347,7 @@ public abstract class PluginContract {
                         + " after everything it opened was closed: " + after + " (close() must remove what the plugin created there)"));
             }
             if (descriptorsBefore != null) {
-                Map<String, String> descriptorsLeft = openDescriptors();
-                descriptorsLeft.entrySet().removeAll(descriptorsBefore.entrySet());
+                Map<String, String> descriptorsLeft = descriptorsLeftSince(descriptorsBefore);
                 if (!descriptorsLeft.isEmpty()) {
                     failure = add(failure, new AssertionError(descriptorsLeft.size() + " descriptor(s) opened during the test still open after "
                             + "everything it opened was closed: close() releases what the plugin opened (a socket, a file, an epoll "
