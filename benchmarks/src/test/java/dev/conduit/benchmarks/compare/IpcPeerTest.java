@@ -91,7 +91,7 @@ class IpcPeerTest {
         try {
             awaitWhileAlive(main, () -> Files.exists(shared), "made " + shared);
             main.destroy();
-            main.waitFor();
+            main.waitFor(); // bounded by the class's @Timeout, whose interrupt ends it; the finally then kills the JVM
             assertThat(shared).doesNotExist();
         } finally {
             main.destroyForcibly().waitFor();
@@ -147,17 +147,30 @@ class IpcPeerTest {
         }
     }
 
-    /** The output of {@code IpcPeer kind} run over a 1 MiB tmpfs on /dev/shm, which it must fail on. */
+    /**
+     * The output of {@code IpcPeer kind} run over a 1 MiB tmpfs on /dev/shm, which it must fail on. The output goes to a
+     * file, not a pipe: a read of a pipe returns only once the child ends, which a hung child never does, and no interrupt
+     * (the class's {@code @Timeout}) ends that read; killed at the hang guard, the child cannot outlive the test.
+     */
     private static String runInATmpfsOf1MiB(String kind) throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow();
+        Path output = Files.createTempFile("conduit-ipc-peer-", ".out");
         ProcessBuilder builder = new ProcessBuilder("unshare", "--mount", "--propagation", "private", "sh", "-c",
                 "mount -t tmpfs -o size=1m conduit-full /dev/shm && exec \"$0\" -cp \"$1\" " + IpcPeer.class.getName() + " " + kind,
                 java, System.getProperty("java.class.path"))
-                .redirectErrorStream(true);
+                .redirectErrorStream(true).redirectOutput(output.toFile());
         builder.environment().put("LC_ALL", "C"); // strerror's words, which the message quotes, are the locale's
         Process child = builder.start();
-        String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(child.waitFor()).as(output).isEqualTo(1);
-        return output;
+        try {
+            boolean ended = child.waitFor(HANG_GUARD_SECONDS, TimeUnit.SECONDS);
+            String said = Files.readString(output, StandardCharsets.UTF_8);
+            assertThat(ended).as("hang guard: IpcPeer %s (pid %d) ended within %d s; it said: %s", kind, child.pid(), HANG_GUARD_SECONDS, said)
+                    .isTrue();
+            assertThat(child.exitValue()).as(said).isEqualTo(1);
+            return said;
+        } finally {
+            child.destroyForcibly(); // nothing if it has ended
+            Files.deleteIfExists(output);
+        }
     }
 }
