@@ -26,10 +26,12 @@ import java.awt.RenderingHints;
 import java.awt.geom.Rectangle2D;
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayOutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.text.FieldPosition;
 import java.text.NumberFormat;
 import java.text.ParsePosition;
@@ -116,9 +118,13 @@ final class PerfPlot {
         }
         try {
             writeWhole(file, png.toByteArray());
+        } catch (ErrnoException e) {
+            // Judged by the free space, not by the errno: /dev/full says ENOSPC on a file system with room.
+            String remedy = PerfPeer.tooFull(file, png.size()) ? "free space there or give another --plot file" : "give another --plot file";
+            throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + inWords(e, "", remedy), e);
         } catch (IOException e) {
             throw new ConduitException("--plot: cannot write " + file + " (" + png.size() + " bytes): " + PerfPeer.reason(e)
-                    + (PerfPeer.tooFull(file, png.size()) ? " (ENOSPC): free space there or give another --plot file" : "; give another --plot file"), e);
+                    + "; give another --plot file", e);
         }
     }
 
@@ -145,9 +151,17 @@ final class PerfPlot {
                 case "ENOSPC", "EDQUOT" -> ", its file system has no room for one";
                 default -> "";
             };
-            return e.errnoName() + " (" + Errno.description(e.errno()) + ")" + meaning + ": "
-                    + Errno.remedy(e.errno(), "give a file in a writable directory of a file system that holds files");
+            return inWords(e, meaning, "give a file in a writable directory of a file system that holds files");
         }
+    }
+
+    /**
+     * {@code e}'s errno as the --plot errors name it: its name and words, the same in any locale (strerror's, which the JDK
+     * quotes, are the process's), then {@code meaning} and what to do: {@code remedy}, or the shortage's remedy for
+     * {@code EMFILE}/{@code ENFILE}.
+     */
+    private static String inWords(ErrnoException e, String meaning, String remedy) {
+        return e.errnoName() + " (" + Errno.description(e.errno()) + ")" + meaning + ": " + Errno.remedy(e.errno(), remedy);
     }
 
     /**
@@ -159,24 +173,45 @@ final class PerfPlot {
      * would be replaced and the file it names left as it was.
      */
     private static void writeWhole(Path file, byte[] bytes) throws IOException {
+        Libc libc = Linux.libc();
         if (Files.exists(file) && !Files.isRegularFile(file)) {
-            Files.write(file, bytes);
+            try (FileDescriptor out = libc.open(file.toString(), OpenFlags.O_WRONLY | OpenFlags.O_TRUNC, 0)) {
+                writeAll(libc, out, bytes);
+            }
             return;
         }
         Path target = Files.exists(file) ? file.toRealPath() : file.toAbsolutePath();
-        // Not createTempFile, which makes it 0600: the plot gets the mode a new file gets here (the umask's).
-        Path partial = Files.createFile(target.resolveSibling("." + target.getFileName() + "." + Long.toHexString(System.nanoTime())
-                + ".partial"));
-        try {
-            Files.write(partial, bytes);
-            Files.move(partial, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException | RuntimeException e) {
+        String name = target.getFileName().toString();
+        String partial = "." + name + "." + Long.toHexString(System.nanoTime()) + ".partial";
+        // Through the system calls, as whyNoFileIn makes its probe: a failure carries the kernel's errno, not the JDK's
+        // reason in the process's locale.
+        try (FileDescriptor directory = libc.open(target.getParent().toString(), OpenFlags.O_PATH | OpenFlags.O_DIRECTORY, 0)) {
+            // Mode 0666 less the umask: the mode a new file gets here (createTempFile's 0600 would hide the plot from others).
+            FileDescriptor out = libc.openat(directory, partial, OpenFlags.O_WRONLY | OpenFlags.O_CREAT | OpenFlags.O_EXCL
+                    | OpenFlags.O_NOFOLLOW, 0666);
             try {
-                Files.deleteIfExists(partial);
-            } catch (IOException cleanup) {
-                e.addSuppressed(cleanup);
+                try (out) {
+                    writeAll(libc, out, bytes);
+                }
+                libc.renameat(directory, partial, name);
+            } catch (RuntimeException e) {
+                try {
+                    libc.unlinkat(directory, partial, 0);
+                } catch (RuntimeException cleanup) {
+                    e.addSuppressed(cleanup);
+                }
+                throw e;
             }
-            throw e;
+        }
+    }
+
+    /** write(2) until all of {@code bytes} is written: a write may take fewer. */
+    private static void writeAll(Libc libc, FileDescriptor out, byte[] bytes) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buffer = arena.allocate(Math.max(1, bytes.length));
+            MemorySegment.copy(bytes, 0, buffer, ValueLayout.JAVA_BYTE, 0, bytes.length);
+            long written = 0;
+            while (written < bytes.length) written += libc.write(out, buffer.asSlice(written, bytes.length - written));
         }
     }
 
