@@ -95,7 +95,11 @@ class HungPeerTest {
             toFrozen.close();
         } finally {
             child.destroyForcibly();
-            new ProcessBuilder("kill", "-CONT", Long.toString(child.pid())).start().waitFor();
+            // Not ChildJvm.signal, which fails when kill does: the child may be gone by now. Bounded as every wait here is,
+            // this class has no @Timeout; kill's output discarded, as nobody reads its pipe.
+            Process resume = new ProcessBuilder("kill", "-CONT", Long.toString(child.pid()))
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+            assertThat(resume.waitFor(30, TimeUnit.SECONDS)).as("hang guard: kill -CONT %d ended within 30 s", child.pid()).isTrue();
             assertThat(child.waitFor(30, TimeUnit.SECONDS)).isTrue();
             child.getInputStream().close();
             child.getOutputStream().close();
