@@ -2218,6 +2218,10 @@ public final class ShmTransport implements Transport {
                 // every later check return here at once, and no dead peer's files were reclaimed again while the worker lived.
                 reclaimHandedOver.set(false);
                 reclaimDue = true; // the next check, or the close, tries again
+                if (e instanceof OutOfMemoryError noThread) {
+                    throw ThreadStart.failed(plugin + ": cannot start the thread that reclaims dead peers' files in " + directory.path()
+                            + " (they are reclaimed at a later check, or at the worker's close)", noThread);
+                }
                 throw e;
             }
         }

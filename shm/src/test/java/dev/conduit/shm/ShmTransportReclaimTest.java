@@ -1,6 +1,7 @@
 package dev.conduit.shm;
 
 import dev.conduit.linux.Linux;
+import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MessageSink;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PeerFailedException;
@@ -41,7 +42,8 @@ class ShmTransportReclaimTest {
 
     /**
      * A reclaim whose hand-over to the mapping thread fails (a thread that cannot start: no native
-     * thread to be had) throws from the check, and is handed over again at a later check once the
+     * thread to be had) throws from the check a ConduitException naming the limit to raise (it threw
+     * the JVM's bare OutOfMemoryError), and is handed over again at a later check once the
      * shortage passed: the failed hand-over used to leave it marked as handed over, so that no dead
      * peer's files were reclaimed again while the worker lived.
      */
@@ -66,12 +68,14 @@ class ShmTransportReclaimTest {
             Thread.sleep(25); // past the liveness interval: each call checks
             try {
                 sender.progress();
-            } catch (OutOfMemoryError e) {
+            } catch (ConduitException e) {
                 thrown = e;
             }
         }
         assertThat(failure.get()).as("the endpoint to the closed peer").isNotNull().hasMessageContaining("peer worker closed");
-        assertThat(thrown).as("the check whose reclaim could not be handed over").isSameAs(noThread);
+        assertThat(thrown).as("the check whose reclaim could not be handed over").isInstanceOf(ConduitException.class)
+                .hasMessageContaining("test: cannot start the thread that reclaims dead peers' files")
+                .hasMessageContaining("ulimit -u").hasMessageContaining("pids.max").hasCause(noThread);
         assertThat(shared.resolve(deadLease)).as("the dead owner's lease, its reclaim not handed over").exists();
 
         sender.beforeReclaimHandOver = null; // the shortage passed
