@@ -122,9 +122,14 @@ public final class VerbsPlugin implements ConduitPlugin {
 
     /** Over another libc, for tests. */
     Transport openTransport(TransportContext context, Libc libc) {
+        return openTransport(context, libc, WireupServer.OWN_THREAD);
+    }
+
+    /** Over another libc, with {@code wireupThreads} making the wire-up thread, for tests. */
+    Transport openTransport(TransportContext context, Libc libc, Function<Runnable, Thread> wireupThreads) {
         VerbsDomain domain = domains.acquire(context.config(), context.logger());
         try {
-            return new VerbsTransport(domains, domain, context, libc);
+            return new VerbsTransport(domains, domain, context, libc, wireupThreads);
         } catch (RuntimeException | Error e) { // an Error too: the device context's last user closes it
             domains.release(domain);
             throw e;

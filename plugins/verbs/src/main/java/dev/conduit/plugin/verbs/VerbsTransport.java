@@ -30,6 +30,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.function.Function;
 
 /**
  * The verbs transport of one worker: reliable-connected queue pairs, one per connection, wired up
@@ -157,6 +158,11 @@ final class VerbsTransport implements Transport {
     }
 
     VerbsTransport(VerbsDomain.Holder holder, VerbsDomain domain, TransportContext context, Libc libc) {
+        this(holder, domain, context, libc, WireupServer.OWN_THREAD);
+    }
+
+    /** With {@code wireupThreads} making the wire-up thread ({@link WireupServer#OWN_THREAD}, or a test's). */
+    VerbsTransport(VerbsDomain.Holder holder, VerbsDomain domain, TransportContext context, Libc libc, Function<Runnable, Thread> wireupThreads) {
         this.holder = holder;
         this.domain = domain;
         this.context = context;
@@ -232,16 +238,16 @@ final class VerbsTransport implements Transport {
             int tcpPort = ((InetSocketAddress) listener.getLocalAddress()).getPort();
             address = new WireFormat.Address(token, domain.context(), domain.port(), domain.linkLayer(), domain.lid(), domain.gid(), domain.activeMtu(),
                     receiveBuffers, bufferSize, domain.responderDepth(), domain.atomics(), host, tcpPort).encode();
-            wireupServer = new WireupServer(this, listener, token, MAX_CONNECTIONS, inboundLimit);
+            wireupServer = new WireupServer(this, listener, token, MAX_CONNECTIONS, inboundLimit, wireupThreads);
             opened.add(wireupServer); // its selector; a thread that never started needs no stopping
-            wireupServer.start();
+            wireupServer.start(host + ":" + tcpPort); // a thread that cannot start: a ConduitException (ThreadStart)
         } catch (IOException e) {
             closeAll(opened);
             throw new ConduitException("verbs: cannot open the wire-up listener: " + e.getMessage(), e);
         } catch (RuntimeException | Error e) {
-            // An Error too (out of memory: "unable to create native thread" from the wire-up thread's start, or for the
-            // eventfd): left open, the queues and the channel would stay on the device and the subscription keep its events
-            // for nobody. Rethrown as it is, as Inbound.build rethrows one; the caller gives back its count of the context.
+            // An Error too (out of memory for the eventfd): left open, the queues and the channel would stay on the device and
+            // the subscription keep its events for nobody. Rethrown as it is, as Inbound.build rethrows one; the caller gives
+            // back its count of the context.
             closeAll(opened);
             throw e;
         }

@@ -3,6 +3,7 @@ package dev.conduit.plugin.verbs;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.InvalidHandleException;
 import dev.conduit.spi.RepeatedWarning;
+import dev.conduit.spi.ThreadStart;
 
 import java.io.IOException;
 import java.net.InetAddress;
@@ -24,6 +25,7 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Function;
 
 import static java.lang.System.Logger.Level.DEBUG;
 import static java.lang.System.Logger.Level.ERROR;
@@ -85,7 +87,12 @@ final class WireupServer implements AutoCloseable {
     private final RepeatedWarning acceptFailed;
     private volatile boolean stopping;
 
-    WireupServer(VerbsTransport transport, ServerSocketChannel listener, byte[] token, int firstSlot, int slots) throws IOException {
+    /** The server's thread, unstarted: a test's may make one whose start() throws what Thread.start throws. */
+    static final Function<Runnable, Thread> OWN_THREAD = serve -> Thread.ofPlatform().daemon()
+            .name("conduit-verbs-wireup-" + THREADS.incrementAndGet()).unstarted(serve);
+
+    WireupServer(VerbsTransport transport, ServerSocketChannel listener, byte[] token, int firstSlot, int slots,
+                 Function<Runnable, Thread> threads) throws IOException {
         this.transport = transport;
         this.listener = listener;
         this.token = token;
@@ -104,11 +111,12 @@ final class WireupServer implements AutoCloseable {
             selector.close();
             throw e;
         }
-        this.thread = Thread.ofPlatform().daemon().name("conduit-verbs-wireup-" + THREADS.incrementAndGet()).unstarted(this::serve);
+        this.thread = threads.apply(this::serve);
     }
 
-    void start() {
-        thread.start();
+    /** Starts the thread that answers on {@code listening} (host:port); at a limit of threads, a ConduitException saying which. */
+    void start(String listening) {
+        ThreadStart.start(thread, "verbs: cannot start the thread that answers wire-up connections on " + listening);
     }
 
     /** The next inbound connection the thread built, or {@code null}: called by the progress thread only. */

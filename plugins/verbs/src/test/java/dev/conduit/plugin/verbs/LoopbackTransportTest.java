@@ -609,6 +609,38 @@ class LoopbackTransportTest {
         memory.free(chunk);
     }
 
+    /**
+     * A transport whose wire-up thread cannot start (the process, or its cgroup, at its limit of
+     * threads: Thread.start throws OutOfMemoryError "unable to create native thread") fails its
+     * opening with a ConduitException naming the thread, the listener, the limit and the remedy, and
+     * leaves nothing: no queue, channel or device context (the check after each test), no listener
+     * (its port can be bound again). It threw the JVM's bare error, with no remedy.
+     */
+    @Test
+    void aTransportWhoseWireupThreadCannotStartSaysWhichLimitToRaiseAndLeavesNothing() throws Exception {
+        OutOfMemoryError noThread = new OutOfMemoryError("unable to create native thread: possibly out of memory or process/resource "
+                + "limits reached (injected by the test)");
+        VerbsPlugin plugin = new VerbsPlugin(library -> verbs);
+        dev.conduit.tck.TestContext context = dev.conduit.tck.TestContext.of("verbs.wireup.address", "127.0.0.1");
+        Throwable thrown = catchThrowable(() -> plugin.openTransport(context.forTransport(dev.conduit.spi.ThreadMode.SINGLE, null),
+                Linux.libc(), serve -> new Thread(serve) {
+                    @Override
+                    public void start() {
+                        throw noThread;
+                    }
+                }));
+        assertThat(thrown).isInstanceOf(ConduitException.class).hasCause(noThread)
+                .hasMessageStartingWith("verbs: cannot start the thread that answers wire-up connections on 127.0.0.1:")
+                .hasMessageContaining("unable to create native thread").hasMessageContaining("limit of threads")
+                .hasMessageContaining("ulimit -u").hasMessageContaining("pids.max").hasMessageContaining("TasksMax");
+        assertThat(verbs.openObjects()).as("queues, channels and the device context after the failed opening").isZero();
+        int port = Integer.parseInt(thrown.getMessage().replaceFirst("^[^:]*: [^:]*:(\\d+).*$", "$1"));
+        try (ServerSocket again = new ServerSocket()) {
+            again.bind(new InetSocketAddress("127.0.0.1", port)); // the failed opening's listener is closed
+        }
+        peer().transport.wireupThread(); // a transport opened once a thread can be had
+    }
+
     @Test
     void closeStopsTheWireupThreadAndReleasesAConnectionItBuiltThatProgressNeverTook() {
         TestWorker a = peer();
