@@ -1,11 +1,14 @@
 package dev.conduit.internal.threading;
 
+import dev.conduit.spi.ThreadStart;
+
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -19,21 +22,29 @@ public final class ThreadConfinement implements AutoCloseable {
     private final Thread thread;
 
     public ThreadConfinement(String name) {
-        Thread[] created = new Thread[1];
-        this.executor = Executors.newSingleThreadExecutor(r -> {
+        this(name, r -> {
             // It lives as long as the worker: a request's context on the thread that opened the worker is not to pin it.
             Thread t = Thread.ofPlatform().daemon().name(name).inheritInheritableThreadLocals(false).unstarted(r);
             // Not inheriting gives it the system class loader as its context loader: the plugin's lookups through it
             // (ServiceLoader.load, logging bridges) see the opener's, as they would unconfined.
             t.setContextClassLoader(Thread.currentThread().getContextClassLoader());
-            created[0] = t;
             return t;
         });
+    }
+
+    /** With {@code threads} making the thread: a test's may throw what Thread.start throws at the limit of threads. */
+    ThreadConfinement(String name, ThreadFactory threads) {
+        Thread[] created = new Thread[1];
+        this.executor = Executors.newSingleThreadExecutor(r -> created[0] = threads.newThread(r));
         try {
             getUninterruptibly(executor.submit(() -> { })); // the thread starts at once: waited for as a call is
         } catch (ExecutionException e) {
             executor.shutdownNow();
             throw new IllegalStateException("could not start confinement thread " + name, e);
+        } catch (OutOfMemoryError noThread) {
+            executor.shutdownNow();
+            throw ThreadStart.failed("cannot start " + name + ", the thread that runs every call of a thread-confined plugin "
+                    + "(thread.confine)", noThread);
         }
         this.thread = created[0];
     }

@@ -24,6 +24,23 @@ class ThreadConfinementTest {
     /** How long a call may take to come back: a hang guard, not a speed check. */
     private static final Duration HANG_GUARD = Duration.ofSeconds(60);
 
+    /**
+     * A confinement whose thread cannot start (the process, or its cgroup, at its limit of threads)
+     * fails with a ConduitException naming the thread, the limit and the remedy: it threw the JVM's
+     * bare OutOfMemoryError out of the worker's creation. The pool starts its thread on the JDK's own
+     * path, not through Thread.start, so the test's factory throws what the start would.
+     */
+    @Test
+    void aConfinementWhoseThreadCannotStartSaysWhichLimitToRaise() {
+        OutOfMemoryError noThread = new OutOfMemoryError("unable to create native thread: possibly out of memory or process/resource "
+                + "limits reached (injected by the test)");
+        assertThatThrownBy(() -> new ThreadConfinement("conduit-test-confined", r -> {
+            throw noThread;
+        })).isInstanceOf(dev.conduit.spi.ConduitException.class).hasCause(noThread)
+                .hasMessageStartingWith("cannot start conduit-test-confined, the thread that runs every call of a thread-confined plugin")
+                .hasMessageContaining("limit of threads").hasMessageContaining("ulimit -u").hasMessageContaining("pids.max");
+    }
+
     @Test
     void theConfinedThreadKeepsNoInheritableThreadLocalOfTheThreadThatOpenedTheWorker() {
         // A request-scoped context (a tenant, a trace, an MDC map) set on the thread that opened the worker: the
