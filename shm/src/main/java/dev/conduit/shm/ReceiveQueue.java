@@ -518,16 +518,27 @@ public final class ReceiveQueue {
      * {@link #RECORD_ALIGNMENT}) would find room now. A look, not a claim: it reserves nothing, so
      * other senders may take the room before this one claims it. A large message looks before it
      * copies its payload into its bounce ring, which it does before its claim (a claimed record
-     * stops the receiver's head until it is committed), so that a full queue costs it no copy.
+     * stops the receiver's head until it is committed), so that a full queue costs it no copy;
+     * nor does a last claim that stays unnamed for {@link #NAMING_SPINS} looks, which the claim
+     * would wait on as it does here (its claimant stopped or died between its CAS and its take:
+     * until it resumes or its space is taken back, every send of a large message copied its
+     * payload, then lost the claim and rolled the copy back, at each retry).
      * A tail or head no sender writes answers true: the claim that follows says what is wrong.
      */
     public boolean hasRoomFor(int length) {
         long head = (long) LONG.getVolatile(memory, HEAD_OFFSET);
-        long tail = tailAbove((long) LONG.getVolatile(memory, TAIL_OFFSET), head);
-        if (tail - head > capacity) return true;
-        long toEnd = capacity - (tail & mask);
-        long required = length + (length > toEnd ? toEnd : 0);
-        return required <= capacity - (tail - head);
+        for (int spins = 0; ; spins++) {
+            long tail = tailAbove((long) LONG.getVolatile(memory, TAIL_OFFSET), head);
+            if (tail - head > capacity) return true;
+            if ((long) LONG.getAcquire(memory, NAMED_OFFSET) != tail) {
+                if (spins >= NAMING_SPINS) return false;
+                Thread.onSpinWait();
+                continue;
+            }
+            long toEnd = capacity - (tail & mask);
+            long required = length + (length > toEnd ? toEnd : 0);
+            return required <= capacity - (tail - head);
+        }
     }
 
     /**

@@ -464,6 +464,23 @@ class ReceiveQueueTest {
         assertThatThrownBy(() -> sender.claim(64, 1)).isInstanceOf(ReceiveQueue.CorruptQueueException.class);
     }
 
+    /**
+     * A last claim that stays unnamed (its claimant stopped or died between its CAS and its take) makes
+     * a claim find no room, and so must the look a large message makes before it copies its payload into
+     * its bounce ring: answered true, every retry copied the payload and then lost the claim.
+     */
+    @Test
+    void aLookForRoomFindsNoneWhileTheLastClaimIsUnnamedAsTheClaimWould() {
+        long position = claimUnnamed(64, 0x0bad_cafe);
+        assertThat(sender.claim(64, 0x1234_5678_0000_0001L)).as("the claim").isNegative();
+        assertThat(sender.hasRoomFor(64)).as("the look, as the claim").isFalse();
+        // The claimant takes its record and names it: room again, for both.
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.HEADER_LENGTH + position, ReceiveQueue.twoInts(-64, 0x0bad_cafe));
+        memory.set(ValueLayout.JAVA_LONG, ReceiveQueue.NAMED_OFFSET, position + 64);
+        assertThat(sender.hasRoomFor(64)).as("the look once the claim is named").isTrue();
+        assertThat(sender.claim(64, 0x1234_5678_0000_0001L)).isNotNegative();
+    }
+
     @Test
     void anUncommittedRecordBlocksUntilUnblocked() {
         long claimed = sender.claim(64);
