@@ -290,7 +290,12 @@ final class RuntimeEndpoint implements Endpoint {
             observed.forget();
         }
         if (calls == 0) {
-            if (sent < 0) return encodeHere(id, header, maxLength, encoder); // no room: the encoder was not called
+            if (sent < 0) {
+                // Refused, the encoder not called: for want of room, unless the transport reported its peer's failure in this
+                // very call, which the send throws as trySend's does, before the encoder runs into a message for a failed peer.
+                refuseIfReportedFailed();
+                return encodeHere(id, header, maxLength, encoder);
+            }
             throw brokenAnswer(sent, "without calling the encoder, so what it sent is not the application's payload");
         }
         if (calls == 1 && sent == returned) return sent;

@@ -225,6 +225,41 @@ class ZeroCopyEncoderTest {
                 .hasMessageStartingWith("plugin 'inplace' answered 0 from trySendEncoded() without calling the encoder");
     }
 
+    /**
+     * A transport whose {@code trySendEncoded} reports its peer's failure and then refuses the
+     * message without calling the encoder, as if it had no room, has the send throw that failure:
+     * the encoder is not called and nothing is sent (EndpointEvents: one that reports and then
+     * refuses the message has the application's send throw the failure), as a plain send's
+     * {@code trySend} that does so has (EndpointMessagingTest#aTransportThatReportsThePeersFailureAndRefusesTheMessageHasTheSendThrowTheFailure).
+     * Until 2026-12-07 the runtime took that refusal for no room: it called the encoder into its
+     * own buffer and offered the message to {@code trySend}, which sent it on the failed endpoint,
+     * and the send returned its length as if it had gone.
+     */
+    @Test
+    void aTransportThatReportsThePeersFailureAndRefusesAnEncodedSendHasTheSendThrowItWithoutCallingTheEncoder() {
+        Conduit conduit = loopbacks.conduit(plugin);
+        Worker worker = conduit.newWorker(ThreadMode.SINGLE);
+        List<Long> delivered = new ArrayList<>();
+        worker.onMessage(1, m -> delivered.add(m.payloadLong(0)));
+        Endpoint self = worker.connect(worker.address());
+        plugin.transport.endpoints.getFirst().reportedWhileRefusing =
+                new PeerFailedException(PeerFailedException.Reason.DIED, "this endpoint's peer died");
+        int[] calls = {0};
+
+        Throwable thrown = catchThrowable(() -> self.send(1, MemorySegment.NULL, 4096, target -> {
+            calls[0]++;
+            target.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 7L);
+            return 8;
+        }));
+        worker.progress();
+
+        assertThat(thrown).as("what the send threw").isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("this endpoint's peer died");
+        assertThat(calls[0]).as("calls of the encoder of a send the transport refused, its peer failed").isZero();
+        assertThat(delivered).as("messages sent on the failed endpoint").isEmpty();
+        assertThat(self.isFailed()).isTrue();
+    }
+
     /** A plugin whose transport sends every encoded payload in place, calling the encoder itself, and has room always. */
     static final class InPlacePlugin implements ConduitPlugin {
         InPlaceTransport transport;
@@ -258,7 +293,7 @@ class ZeroCopyEncoderTest {
 
         @Override
         public TransportEndpoint connect(PayloadReader peerAddress, EndpointEvents events) {
-            InPlaceEndpoint ep = new InPlaceEndpoint();
+            InPlaceEndpoint ep = new InPlaceEndpoint(events);
             endpoints.add(ep);
             return ep;
         }
@@ -282,12 +317,19 @@ class ZeroCopyEncoderTest {
          * sends say so. While {@code commitFault} is set, an encoded send throws it once the encoder returned.
          */
         final class InPlaceEndpoint implements TransportEndpoint {
+            private final EndpointEvents events;
             boolean peerDied;
+            /** While set, an encoded send reports it through the events and then refuses the message as if it had no room. */
+            PeerFailedException reportedWhileRefusing;
             RuntimeException commitFault;
             /** While set, what an encoded send answers in place of the length its encoder wrote. */
             java.util.function.LongUnaryOperator answer;
             /** While set, an encoded send answers 0 without calling the encoder, sending nothing. */
             boolean answerWithoutEncoding;
+
+            InPlaceEndpoint(EndpointEvents events) {
+                this.events = events;
+            }
 
             @Override public long maxPayloadSize() { return 1 << 20; }
 
@@ -303,6 +345,10 @@ class ZeroCopyEncoderTest {
             public long trySendEncoded(int id, MemorySegment header, long maxLength, PayloadEncoder encoder) {
                 if (peerDied) throw new PeerFailedException(PeerFailedException.Reason.DIED, "this endpoint's peer died");
                 encodedSends++;
+                if (reportedWhileRefusing != null) {
+                    events.peerFailed(reportedWhileRefusing);
+                    return -1;
+                }
                 if (answerWithoutEncoding) return 0;
                 MemorySegment target = Arena.ofAuto().allocate(maxLength);
                 long written = PayloadEncoder.checkWritten(encoder.encode(target, 0, maxLength), maxLength);
