@@ -40,7 +40,9 @@ import java.util.Map;
  *       device;</li>
  *   <li>checks the range against the layout: offset and length multiples of the alignment, past
  *       the metadata region, inside the device ({@link InvalidHandleException} naming
- *       {@code payload.offset} or {@code payload.length});</li>
+ *       {@code payload.offset} or {@code payload.length}; "export gone" when the layout is of a later
+ *       generation than the export's, which a reset for another alignment or size may have made the
+ *       range not fit);</li>
  *   <li>checks that the allocation table holds the export's allocation id with this length at
  *       this offset (else "export gone": freed, the provider closed, or the owner restarted with
  *       {@code reset});</li>
@@ -105,7 +107,7 @@ final class DevdaxImporter implements IpcImporter {
                 throw reader.invalid("generation", "generation " + payload.generation() + " is later than device "
                         + device.describe() + "'s, " + header.generation() + ": no owner of it exported this; refused");
             }
-            checkRange(reader, payload, header.geometry(), device);
+            checkRange(reader, payload, header, device);
             MemorySegment entryView = checkAllocation(first, views, device, header, payload);
             mapping = mapRange(device, payload);
             // The entry may have been freed, and its range allocated again, while the range was being mapped.
@@ -162,6 +164,27 @@ final class DevdaxImporter implements IpcImporter {
                     + DevdaxConfig.ON_START.nameAndVariable() + " = reset");
         }
         return header;
+    }
+
+    /**
+     * Refuses a range that does not fit the layout: a corrupt handle, unless the layout is of a later generation than
+     * the export's. A reset to another alignment or a smaller size keeps the layout id, and an export's range, whole
+     * units of the old layout inside it, may be misaligned for the new one or past its end: stale, and gone as every
+     * allocation the reset forgot, not the "invalid handle" of a corrupt or hostile one.
+     */
+    private static void checkRange(PayloadReader reader, DevdaxPayload payload, Header header, Device device) {
+        Geometry geometry = header.geometry();
+        try {
+            checkRange(reader, payload, geometry, device);
+        } catch (InvalidHandleException outside) {
+            if (payload.generation() == header.generation()) throw outside;
+            ConduitException gone = gone(device, header, payload, ", and its range [" + payload.offset() + ", "
+                    + (payload.offset() + payload.length()) + ") does not fit the layout written since, " + geometry.size()
+                    + " bytes in units of " + geometry.alignment() + " with data from offset " + geometry.dataOffset()
+                    + ", for another alignment (" + DevdaxConfig.FILE_ALIGN.nameAndVariable() + ", or the device's) or size");
+            gone.addSuppressed(outside);
+            throw gone;
+        }
     }
 
     private static void checkRange(PayloadReader reader, DevdaxPayload payload, Geometry geometry, Device device) {

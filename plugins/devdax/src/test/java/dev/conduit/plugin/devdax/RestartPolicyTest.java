@@ -393,6 +393,49 @@ class RestartPolicyTest {
     }
 
     /**
+     * An export made before its device's owner restarted with a layout for another alignment or a
+     * smaller size is stale, not corrupt: its range, whole units of the old layout inside it, may
+     * be misaligned for the new one or past its end. It is gone, as any export a reset forgot,
+     * naming both generations and the new layout; until 2026-12-07 it was an
+     * {@code InvalidHandleException} ("invalid handle: field 'payload.offset' ... not a multiple of
+     * the alignment"), the refusal of a corrupt or hostile handle.
+     */
+    @Test
+    void anExportFromBeforeAResetToAnotherAlignmentOrSizeIsGoneNotAnInvalidHandle() {
+        DevdaxProvider first = open("reset");
+        byte[] misaligned = first.export(first.allocate(UNIT)); // [2 MiB, 4 MiB): not whole units of 4 MiB
+        first.abandon();
+        try (DevdaxProvider adapted = open("reset", "devdax.file.align", "4m")) {
+            assertThatThrownBy(() -> importer.map(reader(misaligned), UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .isNotInstanceOf(dev.conduit.spi.InvalidHandleException.class)
+                    .hasMessageStartingWith("export gone: device " + device)
+                    .hasMessageContaining("its range [" + UNIT + ", " + 2 * UNIT + ") does not fit the layout written since, "
+                            + 32 * MIB + " bytes in units of " + 2 * UNIT)
+                    .hasMessageContaining("the export is from generation 1, the device is at generation 2");
+        }
+
+        DevdaxProvider large = open("reset");
+        long offset = -1;
+        byte[] pastTheNewEnd = null;
+        while (offset < 16 * MIB) {
+            Chunk chunk = large.allocate(UNIT);
+            offset = ((DevdaxChunk) chunk).offset();
+            pastTheNewEnd = large.export(chunk);
+        }
+        large.abandon();
+        Fixtures.resize(device, 16 * MIB);
+        try (DevdaxProvider shrunk = open("reset")) {
+            byte[] stale = pastTheNewEnd;
+            assertThatThrownBy(() -> importer.map(reader(stale), UNIT))
+                    .isInstanceOf(ConduitException.class)
+                    .isNotInstanceOf(dev.conduit.spi.InvalidHandleException.class)
+                    .hasMessageStartingWith("export gone")
+                    .hasMessageContaining("does not fit the layout written since, " + 16 * MIB + " bytes in units of " + UNIT);
+        }
+    }
+
+    /**
      * A reset that writes a new layout for a new alignment goes on where the old layout's search
      * stood, and keeps that on the device: an owner after it that allocated nothing (it crashed at
      * once) hands out the old owner's ranges only after the rest of the device, as after any start.
