@@ -15,6 +15,7 @@ import dev.conduit.spi.ConfigException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PluginContext;
+import dev.conduit.spi.ThreadStart;
 import dev.conduit.spi.Version;
 
 import java.nio.file.Path;
@@ -33,6 +34,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -415,7 +417,13 @@ public final class PluginRegistry {
      */
     public static PluginRegistry probeAndSelect(List<PluginRecord> records, Function<String, PluginContext> contexts,
                                                 Duration timeout, String timeoutSource, List<String> preference) {
-        probe(records, contexts, timeout, timeoutSource);
+        return probeAndSelect(records, contexts, timeout, timeoutSource, preference, PROBE_THREADS);
+    }
+
+    /** With {@code threads} making each probe's thread: a test's may throw what Thread.start throws at the limit of threads. */
+    static PluginRegistry probeAndSelect(List<PluginRecord> records, Function<String, PluginContext> contexts,
+                                         Duration timeout, String timeoutSource, List<String> preference, ThreadFactory threads) {
+        probe(records, contexts, timeout, timeoutSource, threads);
         List<PluginRecord> selected = select(records, preference);
         for (PluginRecord r : selected) r.status = Status.SELECTED;
         return new PluginRegistry(List.copyOf(records), List.copyOf(selected));
@@ -429,18 +437,29 @@ public final class PluginRegistry {
     /** How long a probe past {@code probe.timeout} must run without any progress ({@link ProbeProgress}) to be judged stuck. */
     private static final long PROGRESS_WINDOW_NANOS = TimeUnit.SECONDS.toNanos(1);
 
-    private static void probe(List<PluginRecord> records, Function<String, PluginContext> contexts, Duration timeout, String timeoutSource) {
-        ExecutorService executor = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().daemon().name("conduit-probe-", 0).factory());
+    private static final String PROBE_THREAD_PREFIX = "conduit-probe-";
+    private static final ThreadFactory PROBE_THREADS = Thread.ofPlatform().daemon().name(PROBE_THREAD_PREFIX, 0).factory();
+
+    private static void probe(List<PluginRecord> records, Function<String, PluginContext> contexts, Duration timeout, String timeoutSource,
+            ThreadFactory threads) {
+        ExecutorService executor = Executors.newThreadPerTaskExecutor(threads);
         try {
             Map<PluginRecord, RunningProbe> running = new LinkedHashMap<>();
             for (PluginRecord r : records) {
                 if (!r.isCandidate()) continue;
                 PluginContext context = contexts.apply(r.name);
                 RunningProbe probe = new RunningProbe();
-                probe.result = CompletableFuture.supplyAsync(() -> {
-                    probe.thread = Thread.currentThread();
-                    return r.plugin.probe(context);
-                }, executor);
+                try {
+                    probe.result = CompletableFuture.supplyAsync(() -> {
+                        probe.thread = Thread.currentThread();
+                        return r.plugin.probe(context);
+                    }, executor);
+                } catch (OutOfMemoryError noThread) {
+                    // The executor starts the thread on the JDK's path, not through ThreadStart: at the process's or its cgroup's
+                    // limit of threads, this plugin's probe failed, reported as any other's; the others still get their try.
+                    probe.result = CompletableFuture.failedFuture(ThreadStart.failed("cannot start the thread (" + PROBE_THREAD_PREFIX
+                            + "*) that runs plugin " + r.name + "'s probe", noThread));
+                }
                 running.put(r, probe);
             }
             long start = System.nanoTime();
