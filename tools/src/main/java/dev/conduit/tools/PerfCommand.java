@@ -37,6 +37,7 @@ import java.util.Set;
 import java.util.Stack;
 import java.util.concurrent.Callable;
 import java.util.function.IntSupplier;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
@@ -393,23 +394,31 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     private int spawned(PerfPlan plan, PrintWriter out, PrintWriter err) {
-        Path parent;
-        // Opened before the server is started: a configuration error (-t, --set) is reported once, from here, and the
-        // server's private directory goes into the configured shared.dir (--set, system property, CONDUIT_SHARED_DIR).
-        try (Conduit c = open(Map.of())) {
-            requireATransport(c);
-            parent = sharedDirectoryOf(c);
-        }
         List<String> serverArguments = new ArrayList<>(List.of("--thread-mode", threadMode.name().toLowerCase(Locale.ROOT),
                 "--region-size", Long.toString(plan.largestSize()), "--timeout", ConfigKey.durationText(plan.timeout())));
         if (transport != null) serverArguments.addAll(List.of("-t", transport));
         options.settings().forEach((k, v) -> serverArguments.addAll(List.of("--set", k + "=" + v)));
-        String gone = PerfPeer.removeDirectoriesOfGoneRuns(parent);
-        if (gone != null) err.println(gone);
-        String oneCpu = oneCpuWarning(Runtime.getRuntime().availableProcessors(), plan.wakeup());
-        if (oneCpu != null) err.println(oneCpu);
-        PerfPeer peer = PerfPeer.start(parent, sharedDir != null ? PerfPeer.ParentSource.OPTION : PerfPeer.ParentSource.CONFIGURATION,
-                serverArguments);
+        PerfPeer.Place place;
+        // Opened before the server is started: a configuration error (-t, --set) is reported once, from here, and the
+        // server's private directory goes into the configured shared.dir (--set, system property, CONDUIT_SHARED_DIR).
+        try (Conduit c = open(Map.of())) {
+            requireATransport(c);
+            Path parent = sharedDirectoryOf(c);
+            String gone = PerfPeer.removeDirectoriesOfGoneRuns(parent);
+            if (gone != null) err.println(gone);
+            String oneCpu = oneCpuWarning(Runtime.getRuntime().availableProcessors(), plan.wakeup());
+            if (oneCpu != null) err.println(oneCpu);
+            // The directory first: a shared.dir missing or read-only also makes memfd and posix unavailable, and its own
+            // error names it as the user set it, with the remedy.
+            place = PerfPeer.makePlace(parent, sharedDir != null ? PerfPeer.ParentSource.OPTION : PerfPeer.ParentSource.CONFIGURATION);
+            try {
+                requireAnAvailableTransport(c);
+            } catch (RuntimeException | Error e) {
+                place.abandon();
+                throw e;
+            }
+        }
+        PerfPeer peer = PerfPeer.start(place, serverArguments);
         PerfRun run;
         try {
             sharedDirectory = peer.directory();
@@ -595,21 +604,15 @@ final class PerfCommand implements Callable<Integer> {
      * waited its whole --timeout for a bootstrap file before it found it had no transport. A selection of plugins that
      * declare none (devdax alone: it provides memory) is the command line's fault when -t or --set made it, so a usage
      * error. One whose plugins declare one that is unusable here (verbs without an RDMA device, a shared directory that is
-     * missing or not writable) is left to the run: its errors name the directory as the user gave it, with the remedy.
+     * missing or not writable) is left to the run (a spawned one: {@link #requireAnAvailableTransport}, once its private
+     * directory's errors, which name the directory as the user gave it with the remedy, could be said).
      */
     private void requireATransport(Conduit c) {
         List<PluginInfo> chosen = c.plugins().stream().filter(p -> p.status() != PluginInfo.Status.EXCLUDED).toList();
         // Empty capabilities: not known (its metadata could not be read), so not taken for none.
         if (chosen.stream().anyMatch(p -> p.capabilities().isEmpty() || p.capabilities().contains(Capability.AM))) return;
-        ConfigEntry transports = c.configuration().stream().filter(e -> e.key().equals("transports")).findFirst().orElseThrow();
-        String selection = transport != null ? "-t " + transport
-                : switch (transports.source()) {
-                    case BUILDER -> "--set transports=" + transports.value();
-                    case SYSTEM_PROPERTY -> "the system property " + transports.property() + "=" + transports.value();
-                    case ENVIRONMENT -> transports.environment() + "=" + transports.value();
-                    case DEFAULT -> "transports, not set (every plugin found here),";
-                };
-        StringBuilder why = new StringBuilder(selection).append(" selects no plugin that carries messages: ");
+        ConfigEntry transports = transportsOf(c);
+        StringBuilder why = new StringBuilder(selection(transports)).append(" selects no plugin that carries messages: ");
         if (chosen.isEmpty()) why.append("it leaves every plugin out");
         for (int i = 0; i < chosen.size(); i++) {
             PluginInfo p = chosen.get(i);
@@ -619,6 +622,43 @@ final class PerfCommand implements Callable<Integer> {
         why.append(", and every conduit perf test runs over an endpoint between two workers; ").append(whatWouldCarry(chosen));
         if (transport != null || transports.source() == ConfigEntry.Source.BUILDER) throw usage(why.toString());
         throw new ConduitException(why.toString());
+    }
+
+    /**
+     * Refuses a spawned run at once when no plugin of its selection offers a transport here, each named with why (verbs
+     * without an RDMA device): it started its server's JVM, which failed as this one would, and said that server's error
+     * wrapped in "the perf server exited before it published ...". Not a usage error: the selection is right, the machine
+     * lacks what it needs. Checked once the run's private directory is made ({@link PerfPeer#makePlace}), whose errors name
+     * a shared directory that makes memfd and posix unavailable as the user set it.
+     */
+    private void requireAnAvailableTransport(Conduit c) {
+        Predicate<PluginInfo> carries = p -> p.status() == PluginInfo.Status.SELECTED && p.capabilities().contains(Capability.AM)
+                && !p.unsupportedHere().containsKey(Capability.AM);
+        if (c.plugins().stream().anyMatch(carries)) return;
+        List<PluginInfo> chosen = c.plugins().stream().filter(p -> p.status() != PluginInfo.Status.EXCLUDED).toList();
+        List<String> whyNot = new ArrayList<>();
+        for (PluginInfo p : chosen) {
+            if (!p.capabilities().isEmpty() && !p.capabilities().contains(Capability.AM)) continue;
+            whyNot.add(p.status() == PluginInfo.Status.SELECTED ? p.name() + " offers none here: " + p.unsupportedHere().get(Capability.AM)
+                    : p.name() + " is " + p.status() + ": " + p.reason());
+        }
+        throw new ConduitException(selection(transportsOf(c)) + " selects no plugin that carries messages here: " + String.join("; ", whyNot)
+                + "; every conduit perf test runs over an endpoint between two workers, so no server was started; " + whatWouldCarry(chosen));
+    }
+
+    private static ConfigEntry transportsOf(Conduit c) {
+        return c.configuration().stream().filter(e -> e.key().equals("transports")).findFirst().orElseThrow();
+    }
+
+    /** The selection as the user made it: -t, or transports where it was set. */
+    private String selection(ConfigEntry transports) {
+        return transport != null ? "-t " + transport
+                : switch (transports.source()) {
+                    case BUILDER -> "--set transports=" + transports.value();
+                    case SYSTEM_PROPERTY -> "the system property " + transports.property() + "=" + transports.value();
+                    case ENVIRONMENT -> transports.environment() + "=" + transports.value();
+                    case DEFAULT -> "transports, not set (every plugin found here),";
+                };
     }
 
     /** The -t values whose plugin offers a transport here, each probed as an empty transports would; {@code chosen} the selection's. */

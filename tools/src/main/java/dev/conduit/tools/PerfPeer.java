@@ -138,20 +138,45 @@ final class PerfPeer implements AutoCloseable {
     }
 
     /**
-     * Makes a private directory under {@code parent} and starts the server in it.
-     *
-     * @param source          where {@code parent} came from, for the errors
-     * @param serverArguments what follows {@code conduit perf --server --shared-dir DIR --name peer --exit-with-stdin}
+     * The private directory of a run, made and leased, its server not started yet: what the run checks before it starts
+     * one there ({@link #start}), or removes ({@link #abandon}) when the check fails.
      */
-    static PerfPeer start(Path parent, ParentSource source, List<String> serverArguments) {
+    record Place(Path directory, RunLease lease) {
+        /** Releases the lease and removes the directory: no server was started in it. */
+        void abandon() {
+            try {
+                lease.close();
+            } finally {
+                deleteTree(directory);
+            }
+        }
+    }
+
+    /**
+     * Makes a private directory under {@code parent}, with the run's lease in it. Apart from {@link #start}: a run checks its
+     * transports are available there after the directory's own errors (a missing or read-only {@code parent}, named with
+     * where it was set) could be said, and before a server's JVM is started for nothing.
+     *
+     * @param source where {@code parent} came from, for the errors
+     */
+    static Place makePlace(Path parent, ParentSource source) {
         Path dir = privateDirectory(parent, source, new SecureRandom()::nextInt);
-        RunLease lease;
         try {
-            lease = RunLease.acquire(dir);
+            return new Place(dir, RunLease.acquire(dir));
         } catch (RuntimeException e) {
             deleteTree(dir);
             throw e;
         }
+    }
+
+    /**
+     * Starts the server in {@code place}, which it then owns: removed when it stops, or at once if it cannot start.
+     *
+     * @param serverArguments what follows {@code conduit perf --server --shared-dir DIR --name peer --exit-with-stdin}
+     */
+    static PerfPeer start(Place place, List<String> serverArguments) {
+        Path dir = place.directory();
+        RunLease lease = place.lease();
         List<String> command = new ArrayList<>(javaCommand());
         command.addAll(List.of("perf", "--server", "--shared-dir", dir.toString(), "--name", NAME, "--exit-with-stdin"));
         command.addAll(serverArguments);
@@ -169,8 +194,7 @@ final class PerfPeer implements AutoCloseable {
         try {
             p = pb.start();
         } catch (IOException e) {
-            lease.close();
-            deleteTree(dir);
+            place.abandon();
             throw new ConduitException("cannot start the perf server process (" + command.getFirst() + "): " + e.getMessage(), e);
         }
         CountDownLatch stopped = new CountDownLatch(1);

@@ -41,6 +41,11 @@ final class CommandRunner {
         return new CommandRunner(List.of(), true);
     }
 
+    /** With the real plugins found by discovery and {@code plugins} beside them. */
+    static CommandRunner discoveringWith(ConduitPlugin... plugins) {
+        return new CommandRunner(List.of(plugins), true);
+    }
+
     /** The builder every run starts from, also for tests that compare the command's output with the API's answers. */
     ConduitBuilder builder() {
         ConduitBuilder builder = Conduit.builder()

@@ -350,6 +350,34 @@ class PerfRunTest {
         assertThat(set.err()).contains("--set transports=devdax selects no plugin that carries messages");
     }
 
+    /**
+     * A spawned run whose selection's transports are all unavailable here (verbs without an RDMA device; here beta, a test
+     * plugin whose probe finds no device, so that the test holds on a machine with one) fails at once in the client, exit
+     * code 1, naming each plugin with why and the -t values that would work, and leaves no private directory: it started
+     * the server's JVM, which failed as the client would have, and said that error wrapped in "the perf server exited
+     * before it published ...".
+     */
+    @Test
+    void aSpawnedRunWhoseTransportsAreAllUnavailableHereFailsAtOnceWithoutStartingAServer() throws IOException {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-unavailable");
+        try {
+            CommandRunner withBeta = CommandRunner.discoveringWith(TestPlugin.beta());
+            String[] args = {"perf", "-t", "beta", "am_lat", "--shared-dir", shared.toString(), "--timeout", "30s"};
+            Result result = HangGuard.await("conduit " + String.join(" ", args), () -> withBeta.run(args));
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).contains("-t beta selects no plugin that carries messages here: beta is UNAVAILABLE: no beta device: "
+                            + "load the beta driver (modprobe beta); every conduit perf test runs over an endpoint between two workers, "
+                            + "so no server was started; here -t memfd or -t posix would")
+                    .doesNotContain("the perf server exited", "no perf server published", "the server process");
+            try (var left = Files.list(shared)) {
+                assertThat(left).as("the run's private directory is removed").isEmpty();
+            }
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
     /** A list in which one plugin carries messages is not refused for another that carries none: the run uses the one. */
     @Test
     void aSelectionWithOnePluginThatCarriesMessagesRuns() {
