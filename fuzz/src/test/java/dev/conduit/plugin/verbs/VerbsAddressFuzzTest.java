@@ -11,7 +11,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * decoder returns an address whose wire-up host is an IP literal (never a name to resolve) and
  * whose port, link layer, MTU, buffer geometry, responder depth and remote atomics flag are in range (buffers a multiple of
  * 64 bytes), or throws {@link InvalidHandleException}; a decoded address encodes back to the same bytes. The seeds are
- * addresses of this version (3) and of versions 1 and 2, which are refused by their version
+ * addresses of this version (4) and of versions 1 to 3, which are refused by their version
  * ({@code VerbsSeedsAreOfThisVersionTest} keeps the first kind of this version).
  */
 class VerbsAddressFuzzTest {
