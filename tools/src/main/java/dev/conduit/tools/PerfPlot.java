@@ -30,6 +30,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.io.IOException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.text.FieldPosition;
@@ -180,7 +181,7 @@ final class PerfPlot {
             }
             return;
         }
-        Path target = Files.exists(file) ? file.toRealPath() : file.toAbsolutePath();
+        Path target = landing(file);
         String name = target.getFileName().toString();
         String partial = "." + name + "." + Long.toHexString(System.nanoTime()) + ".partial";
         // Through the system calls, as whyNoFileIn makes its probe: a failure carries the kernel's errno, not the JDK's
@@ -203,6 +204,26 @@ final class PerfPlot {
                 throw e;
             }
         }
+    }
+
+    /** The most links followed from a --plot file, as the kernel's path walk follows at most 40 before ELOOP. */
+    private static final int MAX_LINKS = 40;
+
+    /**
+     * The file a write to {@code file} would land in: a symbolic link's, followed to its end also when that names a file not
+     * made yet (a latest.png set to the next run's name), which a write through the link creates. Taken as it was, such a link
+     * was renamed over, replaced by the plot, and the file it named never made.
+     */
+    private static Path landing(Path file) throws IOException {
+        if (Files.exists(file)) return file.toRealPath();
+        Path p = file.toAbsolutePath();
+        for (int links = 0; Files.isSymbolicLink(p); links++) {
+            if (links == MAX_LINKS) {
+                throw new FileSystemException(file.toString(), null, "ELOOP (" + Errno.description(Errno.ELOOP) + ")");
+            }
+            p = p.resolveSibling(Files.readSymbolicLink(p));
+        }
+        return p;
     }
 
     /** write(2) until all of {@code bytes} is written: a write may take fewer. */

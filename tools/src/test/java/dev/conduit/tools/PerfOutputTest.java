@@ -309,4 +309,25 @@ class PerfOutputTest {
             assertThat(leftovers).as("no partial file is left beside it").containsExactlyInAnyOrder(target, link);
         }
     }
+
+    /**
+     * A symbolic link that names a file not made yet (latest.png set to the next run's name before the run) is followed as
+     * one whose file exists: the plot is made as the file it names, in that file's directory, and the link stays. The
+     * rename replaced the link itself with the plot, and the file the link named was never made.
+     */
+    @Test
+    void aPlotGivenASymbolicLinkToAFileNotMadeYetMakesThatFileAndLeavesTheLink(@TempDir Path dir) throws Exception {
+        Path runs = Files.createDirectory(dir.resolve("runs"));
+        Path target = runs.resolve("run-8.png");
+        Path link = Files.createSymbolicLink(dir.resolve("latest.png"), dir.relativize(target));
+
+        PerfPlot.write(run(), link);
+
+        assertThat(link).isSymbolicLink();
+        assertThat(Files.readSymbolicLink(link)).isEqualTo(dir.relativize(target));
+        assertThat(ImageIO.read(target.toFile())).as("the file the link names holds the plot").isNotNull();
+        try (var leftovers = Files.list(runs)) {
+            assertThat(leftovers).as("no partial file is left beside it").containsExactly(target);
+        }
+    }
 }
