@@ -3,6 +3,7 @@ package dev.conduit.tools;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
+import dev.conduit.linux.FileStatus;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.linux.OpenFlags;
@@ -192,6 +193,7 @@ final class PerfPlot {
                     | OpenFlags.O_NOFOLLOW, 0666);
             try {
                 try (out) {
+                    if (Files.isRegularFile(target)) keepModeAndOwner(libc, target, directory, partial, out);
                     writeAll(libc, out, bytes);
                 }
                 libc.renameat(directory, partial, name);
@@ -206,15 +208,36 @@ final class PerfPlot {
         }
     }
 
+    /**
+     * Gives the plot that replaces {@code previous} that file's permissions, and its owner where this process may (root
+     * writing over a user's plot; as {@code cp -p} does, an owner this user may not give is not given: {@code EPERM}): a
+     * new file gets 0666 less the umask and this process as its owner, so that a plot kept private (0600) became
+     * readable by every user once written over.
+     */
+    private static void keepModeAndOwner(Libc libc, Path previous, FileDescriptor directory, String partial, FileDescriptor out)
+            throws IOException {
+        libc.fchmod(out, (int) Files.getAttribute(previous, "unix:mode") & 07777);
+        int uid = (int) Files.getAttribute(previous, "unix:uid");
+        int gid = (int) Files.getAttribute(previous, "unix:gid");
+        FileStatus made = libc.fstat(out);
+        if (made.uid() == uid && made.gid() == gid) return;
+        try {
+            libc.fchownat(directory, partial, uid, gid, 0);
+        } catch (ErrnoException e) {
+            if (!"EPERM".equals(e.errnoName())) throw e;
+        }
+    }
+
     /** The most links followed from a --plot file, as the kernel's path walk follows at most 40 before ELOOP. */
     private static final int MAX_LINKS = 40;
 
     /**
      * The file a write to {@code file} would land in: a symbolic link's, followed to its end also when that names a file not
      * made yet (a latest.png set to the next run's name), which a write through the link creates. Taken as it was, such a link
-     * was renamed over, replaced by the plot, and the file it named never made.
+     * was renamed over, replaced by the plot, and the file it named never made; the check before the run judges this file's
+     * directory.
      */
-    private static Path landing(Path file) throws IOException {
+    static Path landing(Path file) throws IOException {
         if (Files.exists(file)) return file.toRealPath();
         Path p = file.toAbsolutePath();
         for (int links = 0; Files.isSymbolicLink(p); links++) {

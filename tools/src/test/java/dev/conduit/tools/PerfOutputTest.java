@@ -10,6 +10,7 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -329,5 +330,24 @@ class PerfOutputTest {
         try (var leftovers = Files.list(runs)) {
             assertThat(leftovers).as("no partial file is left beside it").containsExactly(target);
         }
+    }
+
+    /**
+     * A plot written over one the user kept to themselves (mode 0600, or another owner's file root writes over) keeps that
+     * file's mode and owner: the plot is a new file renamed over the old one, which got 0666 less the umask and the writer
+     * as its owner, so that a private plot became readable by every user.
+     */
+    @Test
+    void aPlotWrittenOverAnotherKeepsThatFilesModeAndOwner(@TempDir Path dir) throws Exception {
+        Path png = Files.writeString(dir.resolve("perf.png"), "the previous plot");
+        Files.setPosixFilePermissions(png, PosixFilePermissions.fromString("rw-------"));
+        boolean root = (int) Files.getAttribute(dir, "unix:uid") == 0 && "root".equals(System.getProperty("user.name"));
+        if (root) Files.setAttribute(png, "unix:uid", 1000);
+
+        PerfPlot.write(run(), png);
+
+        assertThat(ImageIO.read(png.toFile())).as("the plot was written").isNotNull();
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(png))).isEqualTo("rw-------");
+        if (root) assertThat((int) Files.getAttribute(png, "unix:uid")).as("the previous plot's owner").isEqualTo(1000);
     }
 }
