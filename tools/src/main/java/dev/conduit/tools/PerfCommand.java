@@ -21,6 +21,7 @@ import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.TypeConversionException;
 
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -276,8 +277,15 @@ final class PerfCommand implements Callable<Integer> {
             }
         }
         if (plot != null) {
-            // Checked before the run, not after it: a chart that cannot be written would fail a finished run.
-            Path parent = plot.toAbsolutePath().getParent();
+            // Checked before the run, not after it: a chart that cannot be written would fail a finished run. Where the
+            // plot lands: a symbolic link's own directory says nothing of the one its file is made in.
+            Path landing;
+            try {
+                landing = PerfPlot.landing(plot);
+            } catch (IOException e) {
+                throw usage("--plot " + plot + ": " + e.getMessage());
+            }
+            Path parent = landing.getParent();
             if (!Files.isDirectory(parent)) throw usage("--plot " + plot + ": the directory " + parent + " does not exist");
             if (Files.isDirectory(plot)) throw usage("--plot " + plot + " is a directory: give a file name, e.g. perf.png");
             String why = PerfPlot.whyNoFileIn(parent);

@@ -131,6 +131,20 @@ class PerfArgumentsTest {
     }
 
     /**
+     * A symbolic link into a directory that holds no file is judged by that directory, where the plot lands, not by the
+     * link's own: the check passed the link's writable directory, and the run failed only after measuring everything.
+     */
+    @Test
+    void aChartThroughASymbolicLinkIsCheckedWhereItLandsBeforeTheRun(@TempDir Path dir) throws Exception {
+        Path link = Files.createSymbolicLink(dir.resolve("latest.png"), Path.of("/proc/conduit-perf.png"));
+
+        Result result = usageError("perf", "am_lat", "--plot", link.toString());
+
+        assertThat(result.err()).contains("--plot " + link + ": the directory /proc cannot hold a file: ENOENT (No such file "
+                + "or directory), though it exists");
+    }
+
+    /**
      * A directory this user may not write is named with EACCES in words: the error quoted the JDK's
      * "java.nio.file.AccessDeniedException: DIR/.conduit-perf-plot123.probe", a file the user never named.
      */
