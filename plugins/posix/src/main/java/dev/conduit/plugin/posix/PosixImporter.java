@@ -150,6 +150,11 @@ final class PosixImporter implements IpcImporter {
             case "EISDIR" -> payload.invalid("path", path + " is a directory; refused: chunk files are regular files");
             case "EACCES", "EPERM" -> new ConduitException("cannot open " + path + ": " + e.getMessage() + ". "
                     + permissionRemedy(directory, name), e);
+            // Only a transport's importer gets here (the runtime's maps read-only instead): another directory would reach no peer.
+            case "EROFS" -> new ConduitException("cannot open " + path + " for writing: " + e.getMessage() + "; " + directory.path()
+                    + " is mounted read-only in this process (a container's -v DIR:DIR:ro, a read-only bind mount over it, or "
+                    + "mount -o remount,ro since this process opened it), and the transport writes what it maps of its peers (their "
+                    + "receive queues, bounce rings): mount it read-write here", e);
             // Refused before it was opened (SharedDirectory.openRegularFile), or it did not open at all: tell what it is.
             case "EINVAL", "ENXIO" -> notRegularFile(directory, name, path, payload)
                     .orElseGet(() -> new ConduitException("cannot open " + path + ": " + e.getMessage() + "; "

@@ -20,7 +20,8 @@ final class Mounts {
         run("umount", directory.toString());
     }
 
-    private static void run(String... command) throws IOException, InterruptedException {
+    /** Runs {@code command} (mount(8), umount(8)), which must succeed. */
+    static void run(String... command) throws IOException, InterruptedException {
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
         String output = new String(process.getInputStream().readAllBytes());
         assertThat(process.waitFor()).as("%s: %s", String.join(" ", command), output).isZero();

@@ -552,7 +552,8 @@ class PosixImporterTest {
 
         IpcImporter forATransport = new PosixImporter(readOnlyMount, PosixConfig.of(TestContext.of(shared)), false);
         assertThatThrownBy(() -> forATransport.map(reader(payload), page)).isInstanceOf(ConduitException.class)
-                .hasMessageContaining("EROFS");
+                .hasMessageContaining("EROFS").hasMessageContaining(shared + " is mounted read-only in this process")
+                .hasMessageContaining("mount it read-write here");
         firstOpen.set(true);
         IpcImporter forImports = new PosixImporter(readOnlyMount, PosixConfig.of(TestContext.of(shared)), true);
         try (ChunkMapping mapping = forImports.map(reader(payload), page)) {

@@ -3457,6 +3457,49 @@ class ShmTransportTest {
     }
 
     /**
+     * The shared directory made read-only under a live receiver (here a read-only bind mount over
+     * it; a {@code remount,ro}) while a new sender's large message waits for its bounce ring: the
+     * ring opens only for reading ({@code EROFS}), and the transport writes what it maps, so the
+     * connection is refused for good (holding the record would hold every sender's messages for as
+     * long as the mount stays read-only). The receiver names the errno, the read-only mount and the
+     * remedy (it used to say only "check the directory set by shared.dir"), the sender's endpoint
+     * fails naming the refusal, and nothing of the ring is left: no mapping, no descriptor, no file.
+     */
+    @Test
+    void aRingThatOpensOnlyForReadingThroughAMountMadeReadOnlyRefusesItsConnectionNamingTheMount() throws Exception {
+        Received received = new Received();
+        Transport receiver = transport(received, "posix.liveness.interval", "1ms");
+        Transport sender = transport(new Received(), "posix.liveness.interval", "1ms");
+        List<String> files = ProcessResources.files(shared);
+        long chunkDescriptors = ProcessResources.chunkDescriptors(shared);
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        long mappings = ProcessResources.mappingsOf(shared);
+        assertThat(ep.trySend(1, MemorySegment.NULL, bytes(8, 1))).isTrue();
+        receive(receiver, received, 1);
+        assertThat(ep.trySend(2, MemorySegment.NULL, bytes(100_000, 2))).isTrue();
+        Mounts.run("mount", "--bind", shared.toString(), shared.toString());
+        try {
+            Mounts.run("mount", "-o", "bind,remount,ro", shared.toString());
+            assertThat(progressUntilItThrows(receiver)).isInstanceOf(ConduitException.class)
+                    .hasMessageContaining("dropped a large message").hasMessageContaining("EROFS")
+                    .hasMessageContaining(shared + " is mounted read-only in this process")
+                    .hasMessageContaining("mount it read-write").hasMessageContaining("the connection is refused");
+            untilFailed(sender, failure);
+            assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.REFUSED);
+            assertThat(failure.get()).hasMessageContaining("could not map this connection's bounce ring");
+            ep.close();
+            settle(sender, receiver);
+            assertThat(ProcessResources.mappingsOf(shared)).as("the ring mapped by neither side").isEqualTo(mappings - 1);
+            assertThat(ProcessResources.chunkDescriptors(shared)).isEqualTo(chunkDescriptors);
+        } finally {
+            Mounts.unmount(shared);
+        }
+        assertThat(ProcessResources.files(shared)).as("the ring's file removed").isEqualTo(files);
+        assertThat(received.ids).containsExactly(1);
+    }
+
+    /**
      * The queue lists the last 128 refusals. A sender that missed its own (more refusals came
      * before its next liveness check) still learns: a large message that waits for room in its
      * bounce ring, which the receiver read past without releasing, fails its endpoint.
