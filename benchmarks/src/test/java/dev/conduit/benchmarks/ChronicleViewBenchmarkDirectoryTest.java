@@ -1,12 +1,9 @@
 package dev.conduit.benchmarks;
 
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.openjdk.jmh.annotations.Fork;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,9 +21,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * until a later run reclaimed them. Its fork runs with Chronicle's flags, which this test JVM lacks: the trial runs in a
  * child JVM given them, as the benchmark's {@code @Fork} gives them.
  */
-// A hang guard, not a speed check: a child that never says it opened its trial would hold the test.
-@Timeout(value = 120, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class ChronicleViewBenchmarkDirectoryTest {
+
+    /** A hang guard, not a speed check: how long the child JVM may take to open its trial, and then to end once signalled. */
+    private static final long HANG_GUARD_SECONDS = 120;
 
     @Test
     void aTrialStoppedBySignalLeavesNothingInSharedDir(@TempDir Path sharedDir) throws Exception {
@@ -37,26 +35,35 @@ class ChronicleViewBenchmarkDirectoryTest {
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
         command.add(Trial.class.getName());
-        Process trial = new ProcessBuilder(command).redirectErrorStream(true).start();
+        // The output goes to a file, not a pipe: a read of a pipe returns only once the child writes or ends, which a hung
+        // child never does, and no interrupt ends that read; polled, the wait is bounded and the finally kills the child.
+        // Its standard input stays a pipe, held open by this JVM until the kill: the trial stays open until then.
+        Path output = Files.createTempFile("conduit-chronicle-trial-", ".out");
+        Process trial = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile()).start();
         try {
-            BufferedReader out = new BufferedReader(new InputStreamReader(trial.getInputStream(), StandardCharsets.UTF_8));
-            List<String> said = new ArrayList<>();
-            for (String line; (line = out.readLine()) != null && !line.equals(Trial.OPENED); ) said.add(line);
-            assertThat(trial.isAlive()).as("the trial's child JVM, which said %s", said).isTrue();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(HANG_GUARD_SECONDS);
+            for (String said; !(said = new String(Files.readAllBytes(output), StandardCharsets.UTF_8)).lines().toList()
+                    .contains(Trial.OPENED); Thread.sleep(10)) {
+                assertThat(trial.isAlive()).as("the trial's child JVM, which said %s", said).isTrue();
+                assertThat(System.nanoTime() - deadline).as("hang guard: the trial's child JVM (pid %d) had not opened its trial "
+                        + "after %d s; it said %s", trial.pid(), HANG_GUARD_SECONDS, said).isNegative();
+            }
             try (Stream<Path> files = Files.list(sharedDir)) {
                 assertThat(files).as("what the open trial has in shared.dir").singleElement()
                         .satisfies(dir -> assertThat(dir.getFileName().toString()).startsWith("cjmh"));
             }
 
             trial.destroy(); // SIGTERM, as Ctrl-C's SIGINT: the shutdown hooks run, no tear-down does
-            trial.waitFor();
+            assertThat(trial.waitFor(HANG_GUARD_SECONDS, TimeUnit.SECONDS)).as("hang guard: the trial's child JVM (pid %d) ended "
+                    + "within %d s of SIGTERM", trial.pid(), HANG_GUARD_SECONDS).isTrue();
 
             try (Stream<Path> files = Files.list(sharedDir)) {
                 assertThat(files).as("what the stopped trial left in shared.dir").isEmpty();
             }
         } finally {
-            trial.destroyForcibly();
-            trial.waitFor();
+            trial.destroyForcibly(); // nothing if it has ended
+            trial.waitFor(30, TimeUnit.SECONDS); // SIGKILL cannot be ignored; bounded all the same
+            Files.deleteIfExists(output);
         }
     }
 
