@@ -7,6 +7,7 @@ import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.OpenResources;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -31,7 +32,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * Thread modes on a real connection to another process: a {@code MULTI} worker hammered by four
  * sending threads while a fifth progresses it, and a {@code SINGLE} worker used from a thread that
- * does not own it.
+ * does not own it, whose connect then connects nothing on either side.
  */
 class ThreadModesAcrossProcessesTest {
 
@@ -196,5 +197,63 @@ class ThreadModesAcrossProcessesTest {
             assertThat(misusedHandlerCalls).as("calls of the handler installed from another thread").hasValue(0);
             assertThat(worker.unhandledMessages()).isEqualTo(unhandled + 1);
         }
+    }
+
+    /**
+     * A {@code SINGLE} worker's {@code connect} from a thread that does not own it throws
+     * {@code WrongThreadException} and connects nothing, on either side. A connect's traces are
+     * its own process's: the peer's receive queue mapped (memfd: after an exchange with the peer's
+     * fd server), the peer's lease watched; the peer hears of a connection only at its first
+     * message (CONNECT), which an endpoint never handed out cannot send. So this process maps
+     * nothing more and opens no Conduit file or socket, the peer holds what it held, and the same
+     * counts see the owner's next connect (one more mapping of the peer's queue), whose messages
+     * then arrive beside the first endpoint's.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aSingleWorkersConnectFromAnotherThreadConnectsNothingOnEitherSide(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        try (RemoteTransportPeer child = RemoteTransportPeer.start(shared, Launcher.direct());
+             Conduit conduit = Setup.conduit(shared, plugin);
+             Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+            WorkerAddress r = child.worker("r", plugin, "SINGLE");
+            child.receive("r");
+            Endpoint ep = worker.connect(r);
+            MemorySegment h = Traffic.newHeader();
+            ep.send(Traffic.DATA, Traffic.header(h, 0, Traffic.Profile.SMALL, 0), Traffic.payload(0, Traffic.Profile.SMALL, 0));
+            Setup.waitWhileProgressing(() -> child.messages("r"), 1, () -> false, GUARD, () -> "the first message: " + child.stats("r"),
+                    worker::progress);
+            OpenResources here = OpenResources.ofThisProcess();
+            OpenResources there = child.resources();
+
+            Throwable thrown = CompletableFuture.supplyAsync(() -> {
+                try {
+                    worker.connect(r);
+                    return null;
+                } catch (Throwable t) {
+                    return t;
+                }
+            }).get(GUARD.toSeconds(), TimeUnit.SECONDS);
+            assertThat(thrown).as("connect from another thread").isInstanceOf(WrongThreadException.class);
+            assertThat(conduitHeld(OpenResources.ofThisProcess())).as("what this process holds of Conduit's after it")
+                    .isEqualTo(conduitHeld(here));
+            assertThat(conduitHeld(child.resources())).as("what the peer holds of Conduit's after it").isEqualTo(conduitHeld(there));
+
+            // The counts see a connect that is made: the owner's.
+            Endpoint second = worker.connect(r);
+            assertThat(OpenResources.ofThisProcess().conduitMappings()).as("mappings after the owner's connect")
+                    .isEqualTo(here.conduitMappings() + 1);
+            second.send(Traffic.DATA, Traffic.header(h, 1, Traffic.Profile.SMALL, 0), Traffic.payload(1, Traffic.Profile.SMALL, 0));
+            ep.send(Traffic.DATA, Traffic.header(h, 0, Traffic.Profile.SMALL, 1), Traffic.payload(0, Traffic.Profile.SMALL, 1));
+            Setup.waitWhileProgressing(() -> child.messages("r"), 3, () -> false, GUARD, () -> "messages the child took: " + child.stats("r"),
+                    worker::progress);
+            child.assertNoFailures("r");
+            assertThat(child.stats("r")).containsEntry("errors", "0").containsEntry("streams", "0:2,1:1");
+        }
+    }
+
+    /** What {@code r} counts of Conduit's (descriptors on its files, sockets, mappings), not the JVM's other descriptors. */
+    private static String conduitHeld(OpenResources r) {
+        return "conduitFds=" + r.conduitFds() + " socketFds=" + r.socketFds() + " conduitMappings=" + r.conduitMappings();
     }
 }
