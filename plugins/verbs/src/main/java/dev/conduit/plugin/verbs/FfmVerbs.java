@@ -525,14 +525,26 @@ final class FfmVerbs implements Verbs {
         return new FfmMemoryRegion("shim", memory, MemorySegment.NULL, lkey, rkey);
     }
 
+    /**
+     * A protection domain. Its registrations and queue pair creations are not the data path, but a
+     * worker's close can meet one on the user's thread as its queue pairs' posts (a {@code connect}
+     * under way as {@code Conduit.close()} closes the worker, the context's last user, which
+     * deallocates the domain): so the domain's pointer lives in an arena of its own, which every
+     * such call passes and its close closes first ({@link #closeWhenIdle}).
+     */
     private final class FfmProtectionDomain implements ProtectionDomain {
         private final FfmDevice device;
+        private final Arena arena = Arena.ofShared();
+        /** {@code struct ibv_pd *}, in {@link #arena}: a call passing it holds the arena until it returns. */
         private final MemorySegment pd;
+        /** The same pointer, outside the arena: what {@code ibv_dealloc_pd} is passed once the arena is closed. */
+        private final MemorySegment handle;
         private boolean closed;
 
         FfmProtectionDomain(FfmDevice device, MemorySegment pd) {
             this.device = device;
-            this.pd = pd;
+            this.handle = pd;
+            this.pd = reinterpret(pd, arena);
         }
 
         @Override
@@ -548,17 +560,34 @@ final class FfmVerbs implements Verbs {
                 MemorySegment struct = reinterpret(mr, IBV_MR.byteSize());
                 return new FfmMemoryRegion(device.name, memory, mr, struct.get(JAVA_INT, MR_LKEY), struct.get(JAVA_INT, MR_RKEY));
             } catch (Throwable t) {
-                throw propagate(t);
+                throw propagate(t, arena, device.name + " pd");
             }
         }
 
+        /**
+         * The queues' locks are held through the create, which names them by pointer only: their close, on the
+         * worker's closing thread, waits for it, and one closed before is refused here rather than handed to the
+         * library freed.
+         */
         @Override
         public QueuePair createQueuePair(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendRequests, int maxReceiveRequests) {
+            FfmCompletionQueue send = (FfmCompletionQueue) sendQueue;
+            FfmCompletionQueue receive = (FfmCompletionQueue) receiveQueue;
+            synchronized (send) {
+                synchronized (receive) {
+                    send.checkOpen();
+                    receive.checkOpen();
+                    return create(send, receive, maxSendRequests, maxReceiveRequests);
+                }
+            }
+        }
+
+        private QueuePair create(FfmCompletionQueue sendQueue, FfmCompletionQueue receiveQueue, int maxSendRequests, int maxReceiveRequests) {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
                 MemorySegment attr = arena.allocate(IBV_QP_INIT_ATTR);
-                attr.set(ADDRESS, QP_INIT_SEND_CQ, ((FfmCompletionQueue) sendQueue).cq);
-                attr.set(ADDRESS, QP_INIT_RECV_CQ, ((FfmCompletionQueue) receiveQueue).cq);
+                attr.set(ADDRESS, QP_INIT_SEND_CQ, sendQueue.cq);
+                attr.set(ADDRESS, QP_INIT_RECV_CQ, receiveQueue.cq);
                 attr.set(JAVA_INT, QP_INIT_MAX_SEND_WR, maxSendRequests);
                 attr.set(JAVA_INT, QP_INIT_MAX_RECV_WR, maxReceiveRequests);
                 attr.set(JAVA_INT, QP_INIT_MAX_SEND_SGE, 1);
@@ -581,16 +610,18 @@ final class FfmVerbs implements Verbs {
                     throw destroyedAfter(e, "ibv_destroy_qp", device.name, destroyQp, qp);
                 }
             } catch (Throwable t) {
-                throw propagate(t);
+                throw propagate(t, this.arena, device.name + " pd");
             }
         }
 
+        /** Waits for a registration or queue pair creation under way on another thread, and takes none after: see {@link #closeWhenIdle}. */
         @Override
         public synchronized void close() {
             if (closed) {
                 return;
             }
-            checked("ibv_dealloc_pd", device.name, deallocPd, pd);
+            closeWhenIdle(arena);
+            checked("ibv_dealloc_pd", device.name, deallocPd, handle);
             closed = true;
         }
     }
@@ -774,6 +805,13 @@ final class FfmVerbs implements Verbs {
                 }
             } catch (Throwable t) {
                 throw propagate(t, arena, device + " cq");
+            }
+        }
+
+        /** Refuses a queue pair on this queue once its close began, as the data path is ({@link #propagate(Throwable, Arena, String)}). */
+        private void checkOpen() {
+            if (!arena.scope().isAlive()) {
+                throw new IllegalStateException("verbs: " + device + " cq is closed");
             }
         }
 
@@ -970,6 +1008,12 @@ final class FfmVerbs implements Verbs {
     @SuppressWarnings("restricted") // only reached once load() bound the library, i.e. with native access
     private static MemorySegment reinterpret(MemorySegment pointer, long size) {
         return pointer.reinterpret(size);
+    }
+
+    /** {@code pointer} in {@code arena}'s lifetime: a downcall passing it holds the arena open until it returns. */
+    @SuppressWarnings("restricted") // as above
+    private static MemorySegment reinterpret(MemorySegment pointer, Arena arena) {
+        return pointer.reinterpret(arena, null);
     }
 
     /**

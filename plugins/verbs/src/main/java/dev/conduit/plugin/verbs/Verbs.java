@@ -20,7 +20,9 @@ import java.util.List;
  * write into. The close of a queue pair, completion queue or channel waits for a call of its data path
  * under way on another thread (a post, modify, poll, notification request or event taken), and
  * from its start, whether its destroy then succeeds or not, those calls throw
- * {@link IllegalStateException} without reaching the library.
+ * {@link IllegalStateException} without reaching the library. So does the close of a protection
+ * domain for a registration or queue pair creation in it, and that of a completion queue for a
+ * queue pair creation on it.
  */
 interface Verbs {
 

@@ -91,7 +91,11 @@ class FfmVerbsCloseTest {
      * {@code ibv_destroy_comp_channel} free what the call is using, so the close must wait for it,
      * and a call after the close must be refused before it reaches the library. The shim holds the
      * call inside until the close has come and either destroyed the object (as it did: the JVM
-     * crashes there on a real library) or is waiting.
+     * crashes there on a real library) or is waiting. The same holds for what a {@code connect} on
+     * the user's thread creates as the worker closes under it: a registration or queue pair in a
+     * protection domain that the close of the context's last user deallocates, and a queue pair on
+     * a completion queue the worker's close destroys (until 2026-12-07 neither close waited, and the
+     * create went on with a freed {@code struct ibv_pd} or {@code struct ibv_cq}).
      */
     @Test
     @SuppressWarnings("restricted") // the test module is granted native access, as the plugin is
@@ -118,6 +122,14 @@ class FfmVerbsCloseTest {
             calls.closeDuring("a receive posted on its queue pair", receiving, () -> receiving.postReceive(1, mr, 0, 64));
             Verbs.CompletionChannel channel = device.createCompletionChannel();
             calls.closeDuring("an event taken of its completion channel", channel, channel::takeEvent);
+            Verbs.ProtectionDomain registering = device.allocateProtectionDomain();
+            java.lang.foreign.MemorySegment memory = Arena.ofAuto().allocate(4096, 4096); // registered on the caller's thread
+            calls.closeDuring("a registration in its protection domain", registering, () -> registering.register(memory, 0));
+            Verbs.ProtectionDomain creating = device.allocateProtectionDomain();
+            calls.closeDuring("a queue pair created in its protection domain", creating, () -> creating.createQueuePair(cq, cq, 4, 4));
+            Verbs.CompletionQueue completing = device.createCompletionQueue(16, null);
+            calls.closeDuring("a queue pair created on its completion queue", completing,
+                    () -> pd.createQueuePair(completing, completing, 4, 4));
             cq.close();
             mr.close();
             pd.close();
@@ -149,7 +161,8 @@ class FfmVerbsCloseTest {
             });
             // Either it destroyed the object under the call (and returned), or it waits for the call.
             awaitOrFail(() -> !closer.isAlive() || closer.getState() == Thread.State.WAITING
-                    || closer.getState() == Thread.State.TIMED_WAITING, "the close to destroy or to wait");
+                    || closer.getState() == Thread.State.TIMED_WAITING || closer.getState() == Thread.State.BLOCKED,
+                    "the close to destroy or to wait");
             hold.invokeExact(0);
             caller.join(TimeUnit.MINUTES.toMillis(1));
             closer.join(TimeUnit.MINUTES.toMillis(1));

@@ -5,8 +5,8 @@
  * the element set by the event's type), from a pipe the test writes with shim_raise. Every close
  * (ibv_close_device, ibv_dealloc_pd, ibv_dereg_mr, ibv_destroy_*) is counted and returns the errno
  * shim_fail_closes set, destroying nothing, while it is not 0. While shim_hold_calls is set, a
- * call of the data path (poll_cq, post_send, post_recv, ibv_get_cq_event) stays inside until it
- * is cleared, and a destroy of its object meanwhile is counted (shim_destroyed_under_a_call): on
+ * call of the data path (poll_cq, post_send, post_recv, ibv_get_cq_event) or one that creates in a
+ * protection domain (ibv_reg_mr, ibv_create_qp) stays inside until it is cleared, and a destroy of its object meanwhile is counted (shim_destroyed_under_a_call): on
  * a library that frees the object there, the call would go on in freed memory. It is not
  * libibverbs: it checks FfmVerbs' marshalling of struct ibv_async_event, the descriptor's
  * O_NONBLOCK, the acknowledgement and what a failed or concurrent close leaves, not a provider or
@@ -86,8 +86,9 @@ int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr) { retu
 int ibv_query_port(struct ibv_context *c, uint8_t port, struct _compat_ibv_port_attr *attr) { return 0; }
 int ibv_query_gid(struct ibv_context *c, uint8_t port, int index, union ibv_gid *gid) { return 0; }
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *c) { pd.context = c; return &pd; }
-int ibv_dealloc_pd(struct ibv_pd *p) { return close_called(); }
+int ibv_dealloc_pd(struct ibv_pd *p) { if (close_called()) return fail_closes; destroying(); return 0; }
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *p, void *addr, size_t length, int access) {
+    data_path_call();
     mr.context = p->context;
     mr.pd = p;
     mr.addr = addr;
@@ -120,6 +121,7 @@ int ibv_destroy_cq(struct ibv_cq *q) { if (close_called()) return fail_closes; d
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **q, void **cq_context) { data_path_call(); errno = EAGAIN; return -1; }
 void ibv_ack_cq_events(struct ibv_cq *q, unsigned int nevents) { }
 struct ibv_qp *ibv_create_qp(struct ibv_pd *p, struct ibv_qp_init_attr *attr) {
+    data_path_call();
     qp.context = p->context;
     qp.qp_num = 0x42;
     return &qp;
