@@ -67,6 +67,11 @@ final class VerbsDomain {
      * readable: {@code EIO}), naming the device, or {@code null} while it works.
      */
     private volatile String fatal;
+    /**
+     * What a user's close could not tear down and left on the context ({@link #leftOnDevice}): it keeps the
+     * protection domain it is on, and so the context, from being released, which the last user's close then says.
+     */
+    private final List<String> leftOnDevice = new CopyOnWriteArrayList<>();
 
     private VerbsDomain(Verbs.Device device, String deviceName, int port, Verbs.PortAttributes portAttributes,
                         Verbs.DeviceAttributes deviceAttributes, int gidIndex, byte[] gid, Verbs.ProtectionDomain pd,
@@ -124,9 +129,28 @@ final class VerbsDomain {
             if (released == domain) {
                 domain = null;
             }
-            new Teardown("closing device " + released.deviceName).other(released.outboundPd::close).other(released.pd::close)
-                    .other(released.device::close).rethrow();
+            Teardown teardown = new Teardown("closing device " + released.deviceName).other(released.outboundPd::close)
+                    .other(released.pd::close).other(released.device::close);
+            Throwable failure = teardown.failure();
+            if (failure instanceof RuntimeException && !released.leftOnDevice.isEmpty()) {
+                // The device's bare EBUSY names neither what is still on the domain nor why: an earlier close's WARNING did.
+                throw new ConduitException("verbs: closing device " + released.deviceName + " failed: " + failure.getMessage()
+                        + ", because what an earlier close could not tear down is still on it: "
+                        + String.join("; ", released.leftOnDevice) + ". It keeps the protection domain it is on, and the device "
+                        + "context, from being released: all of it stays held, and is released when the process exits; if this "
+                        + "repeats, see dmesg for the adapter's state", failure);
+            }
+            teardown.rethrow();
         }
+    }
+
+    /**
+     * Records {@code what} a user's close could not tear down ("freeing a chunk of 4096 bytes at 0x…
+     * failed again: ibv_dereg_mr(…): EBUSY …"), for the last user's close, which it keeps from
+     * releasing the protection domains and the context.
+     */
+    void leftOnDevice(String what) {
+        leftOnDevice.add(what);
     }
 
     /**

@@ -225,6 +225,7 @@ final class VerbsMemoryProvider implements MemoryProvider {
         teardown.other(() -> retryKept().rethrow());
         for (Teardown t : kept) {
             if (t.deviceMayWrite()) {
+                domain.leftOnDevice("the memory provider's " + t.what() + " failed again: " + t.whyHeld());
                 logger.log(System.Logger.Level.WARNING, "verbs: closing the memory provider on device " + domain.deviceName() + ": "
                         + t.what() + " failed again: " + t.whyHeld() + "; and the protection domain it is registered in, which it "
                         + "keeps from being released, stays held with it: all of it is released when the process exits");

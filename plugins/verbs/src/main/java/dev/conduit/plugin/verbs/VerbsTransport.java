@@ -1073,6 +1073,7 @@ final class VerbsTransport implements Transport {
         // Before the queues: a queue pair left on them keeps them (and the protection domain) from being destroyed.
         for (Teardown t : retryKeptTeardowns()) {
             if (t.deviceMayWrite()) {
+                domain.leftOnDevice("a worker's " + t.what() + " failed again: " + t.whyHeld());
                 logger.log(System.Logger.Level.WARNING, "verbs: closing the worker on device " + domain.deviceName() + ": "
                         + t.what() + " failed again: " + t.whyHeld() + "; and this worker's completion queues, completion channel "
                         + "and protection domain, which a queue pair or registration left there keeps from being destroyed, stay "

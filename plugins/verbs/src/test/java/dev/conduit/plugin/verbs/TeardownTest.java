@@ -208,6 +208,35 @@ class TeardownTest {
         assertThat(verbs.contextsOpen()).as("device contexts open: the close closed the provider's all the same").isZero();
     }
 
+    /**
+     * A chunk that cannot be deregistered at all, its provider closed while a worker still shares
+     * the device context: the worker's close, the context's last, cannot release the protection
+     * domain the registration is on, and says why (the chunk left on it, the call and errno that
+     * kept it) and that it stays held until the process exits. Until 2026-12-07 that close threw
+     * the bare {@code ibv_dealloc_pd(loop0 pd …): EBUSY}, which named neither: the provider's
+     * WARNING, logged earlier by another close, was the only word of the cause.
+     */
+    @Test
+    void aProtectionDomainARegistrationLeftOnItKeepsFromBeingReleasedIsNamedByTheCloseOfTheContextsLastUser() {
+        RecordingLogger log = new RecordingLogger();
+        TestWorker b = new TestWorker(verbs, log);
+        closing.add(b);
+        MemoryProvider memory = b.memory();
+        Chunk stuck = memory.allocate(4096);
+        verbs.failDeregistrationsOf(stuck.segment(), Errno.EBUSY);
+        assertThatThrownBy(() -> memory.free(stuck)).hasMessageContaining("EBUSY");
+        memory.close(); // logs the WARNING: the registration stays; the worker still holds the context
+        assertThat(log.warnings()).singleElement().asString().contains("failed again");
+
+        assertThatThrownBy(b::close).isInstanceOf(ConduitException.class)
+                .hasMessageContaining("closing device loop0")
+                .hasMessageContaining("ibv_dealloc_pd(loop0 ").hasMessageContaining("EBUSY")
+                .hasMessageContaining("freeing a chunk of 4096 bytes at 0x" + Long.toHexString(stuck.segment().address()))
+                .hasMessageContaining("ibv_dereg_mr(loop0 mr ")
+                .hasMessageContaining("released when the process exits");
+        assertThat(verbs.contextsOpen()).as("device contexts open").isZero();
+    }
+
     /** A throwing ibv_destroy_qp used to skip the deregistrations that follow it. */
     @Test
     void anEndpointWhoseQueuePairCannotBeDestroyedDeregistersItsBuffersAndKeepsTheirMemory() {
