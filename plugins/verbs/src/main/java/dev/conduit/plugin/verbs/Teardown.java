@@ -36,6 +36,8 @@ final class Teardown {
     private Arena keptMemory;
     /** Who tries this teardown again, when, and what it frees then, for the failure's message; {@code null}: no one. */
     private String retriedBy;
+    /** What {@link #rethrow} last threw: how a close that then {@link #retry retries} this teardown knows that failure among those it collected. */
+    private Throwable thrown;
 
     /** @param what the object torn down, for the message: "closing the connection to 10.0.0.2:4791" */
     Teardown(String what) {
@@ -229,13 +231,29 @@ final class Teardown {
 
     /** Throws {@link #failure()}, if any. */
     void rethrow() {
-        switch (failure()) {
+        thrown = failure();
+        switch (thrown) {
             case null -> {
             }
             case RuntimeException e -> throw e;
             case Error e -> throw e;
             case Throwable e -> throw new AssertionError("no step throws a checked exception", e);
         }
+    }
+
+    /**
+     * Whether {@code failure} is what this teardown's {@link #rethrow} threw: a close that collected
+     * it and then retried this teardown with success throws it no more, as its message (memory kept,
+     * tried again later) no longer holds.
+     */
+    boolean threw(Throwable failure) {
+        return failure != null && failure == thrown;
+    }
+
+    /** Counts {@code failure}, of a step run elsewhere (a {@code RuntimeException} or an {@code Error}), as this teardown's. */
+    Teardown also(Throwable failure) {
+        add(failure);
+        return this;
     }
 
     /** Adds {@link #failure()} to {@code primary} as suppressed, for a teardown after another failure; returns {@code primary}. */

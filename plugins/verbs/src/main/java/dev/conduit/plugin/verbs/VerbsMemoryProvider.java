@@ -203,7 +203,8 @@ final class VerbsMemoryProvider implements MemoryProvider {
      * Frees every chunk, then releases the device context, each step even when an earlier one
      * failed (an {@code Error} too); the first failure is thrown, the others suppressed. A chunk
      * whose deregistration fails keeps its memory, as {@link #free} does, and is tried once more,
-     * with those of earlier frees, before the protection domain is released: one that fails again
+     * with those of earlier frees, before the protection domain is released: one that succeeds then
+     * is no failure of the close (logged at DEBUG; the JVM's own {@code Error} is thrown), one that fails again
      * is logged as a WARNING naming the call, the region, the errno and the memory kept, which
      * stay, with the protection domain they keep from being released, until the process exits. A
      * chunk the JDK refuses to free (another thread inside a native call on its memory) is left
@@ -218,11 +219,33 @@ final class VerbsMemoryProvider implements MemoryProvider {
         boolean releaseDevice = !closed;
         closed = true;
         Teardown teardown = new Teardown("closing the verbs memory provider");
+        List<Throwable> releases = new ArrayList<>();
         for (Chunk chunk : List.copyOf(chunks.keySet())) {
-            teardown.other(() -> release(chunk)); // one chunk that cannot be freed (an Error too) keeps no other registered
+            try {
+                release(chunk);
+            } catch (RuntimeException | Error e) { // one chunk that cannot be freed (an Error too) keeps no other registered
+                releases.add(e);
+            }
         }
         // Before the protection domain: a registration left on it keeps it from being released (EBUSY).
-        teardown.other(() -> retryKept().rethrow());
+        List<Teardown> keptBefore = List.copyOf(kept);
+        Teardown theJvmsOwn;
+        try {
+            theJvmsOwn = retryKept();
+        } catch (RuntimeException | Error e) {
+            theJvmsOwn = new Teardown("freeing again chunks whose deregistration failed").also(e);
+        }
+        for (Throwable e : releases) {
+            Teardown healed = keptBefore.stream().filter(t -> t.threw(e) && !kept.contains(t)).findFirst().orElse(null);
+            if (healed == null || Cleanup.isTheJvmsOwn(e)) { // the JVM's own is never lost
+                teardown.also(e);
+            } else {
+                // Its message, memory kept for a later try, holds no more: the try here freed it.
+                logger.log(System.Logger.Level.DEBUG, () -> "verbs: closing the memory provider on device " + domain.deviceName()
+                        + ": " + healed.what() + " failed, and succeeded when tried again: " + e.getMessage());
+            }
+        }
+        teardown.other(theJvmsOwn::rethrow);
         for (Teardown t : kept) {
             if (t.deviceMayWrite()) {
                 domain.leftOnDevice("the memory provider's " + t.what() + " failed again: " + t.whyHeld());

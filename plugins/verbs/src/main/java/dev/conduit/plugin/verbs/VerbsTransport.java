@@ -1055,11 +1055,12 @@ final class VerbsTransport implements Transport {
         } catch (RuntimeException | Error ex) {
             failure = ex;
         }
+        List<Throwable> connections = new ArrayList<>();
         for (VerbsEndpoint e : List.copyOf(endpoints)) {
             try {
                 e.close();
             } catch (RuntimeException | Error ex) {
-                failure = add(failure, ex);
+                connections.add(ex);
             }
         }
         toDrop.clear();
@@ -1067,11 +1068,25 @@ final class VerbsTransport implements Transport {
             try {
                 closeInbound(in);
             } catch (RuntimeException | Error ex) {
-                failure = add(failure, ex);
+                connections.add(ex);
             }
         }
         // Before the queues: a queue pair left on them keeps them (and the protection domain) from being destroyed.
-        for (Teardown t : retryKeptTeardowns()) {
+        List<KeptTeardown> keptBefore = new ArrayList<>(keptTeardowns);
+        keptBefore.addAll(keptByWireup);
+        List<Teardown> retried = retryKeptTeardowns();
+        for (Throwable ex : connections) {
+            KeptTeardown healed = keptBefore.stream().filter(k -> k.teardown().threw(ex) && !keptTeardowns.contains(k)).findFirst()
+                    .orElse(null);
+            if (healed == null || Cleanup.isTheJvmsOwn(ex)) { // the JVM's own is never lost
+                failure = add(failure, ex);
+            } else {
+                // Its message, memory kept for the worker's later tries, holds no more: the try here freed it.
+                logger.log(System.Logger.Level.DEBUG, () -> "verbs: closing the worker on device " + domain.deviceName() + ": "
+                        + healed.teardown().what() + " failed, and succeeded when tried again: " + ex.getMessage());
+            }
+        }
+        for (Teardown t : retried) {
             if (t.deviceMayWrite()) {
                 domain.leftOnDevice("a worker's " + t.what() + " failed again: " + t.whyHeld());
                 logger.log(System.Logger.Level.WARNING, "verbs: closing the worker on device " + domain.deviceName() + ": "
