@@ -132,16 +132,24 @@ final class VerbsDomain {
             Teardown teardown = new Teardown("closing device " + released.deviceName).other(released.outboundPd::close)
                     .other(released.pd::close).other(released.device::close);
             Throwable failure = teardown.failure();
-            if (failure instanceof RuntimeException && !released.leftOnDevice.isEmpty()) {
-                // The device's bare EBUSY names neither what is still on the domain nor why: an earlier close's WARNING did.
-                throw new ConduitException("verbs: closing device " + released.deviceName + " failed: " + failure.getMessage()
-                        + ", because what an earlier close could not tear down is still on it: "
-                        + String.join("; ", released.leftOnDevice) + ". It keeps the protection domain it is on, and the device "
-                        + "context, from being released: all of it stays held, and is released when the process exits; if this "
-                        + "repeats, see dmesg for the adapter's state", failure);
+            if (failure instanceof RuntimeException refused && !released.leftOnDevice.isEmpty()) {
+                throw keptBy("closing device " + released.deviceName, refused, released.leftOnDevice);
             }
             teardown.rethrow();
         }
+    }
+
+    /**
+     * The device's refusal ({@code EBUSY}) to release what {@code left}, things an earlier close
+     * could not tear down, is still on, naming them: the device's bare errno names neither what is
+     * still there nor why (that close's WARNING did).
+     *
+     * @param closing what failed: "closing device rxe0"
+     */
+    static ConduitException keptBy(String closing, RuntimeException refused, List<String> left) {
+        return new ConduitException("verbs: " + closing + " failed: " + refused.getMessage() + ", because what a close could not tear "
+                + "down is still on it: " + String.join("; ", left) + ". It keeps what it is on from being released: all of it stays "
+                + "held, and is released when the process exits; if this repeats, see dmesg for the adapter's state", refused);
     }
 
     /**

@@ -1086,9 +1086,11 @@ final class VerbsTransport implements Transport {
                         + healed.teardown().what() + " failed, and succeeded when tried again: " + ex.getMessage());
             }
         }
+        List<String> leftHere = new ArrayList<>();
         for (Teardown t : retried) {
             if (t.deviceMayWrite()) {
-                domain.leftOnDevice("a worker's " + t.what() + " failed again: " + t.whyHeld());
+                leftHere.add("a worker's " + t.what() + " failed again: " + t.whyHeld());
+                domain.leftOnDevice(leftHere.getLast());
                 logger.log(System.Logger.Level.WARNING, "verbs: closing the worker on device " + domain.deviceName() + ": "
                         + t.what() + " failed again: " + t.whyHeld() + "; and this worker's completion queues, completion channel "
                         + "and protection domain, which a queue pair or registration left there keeps from being destroyed, stay "
@@ -1101,7 +1103,10 @@ final class VerbsTransport implements Transport {
         for (AutoCloseable c : resources) {
             try {
                 c.close();
-            } catch (RuntimeException | Error ex) {
+            } catch (RuntimeException ex) {
+                failure = add(failure, leftHere.isEmpty() || c == wake ? ex : VerbsDomain.keptBy("closing the worker on device "
+                        + domain.deviceName(), ex, leftHere));
+            } catch (Error ex) {
                 failure = add(failure, ex);
             } catch (Exception ex) {
                 failure = add(failure, new ConduitException("verbs: closing " + c + " failed: " + ex.getMessage(), ex));
