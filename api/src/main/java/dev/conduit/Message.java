@@ -1,6 +1,7 @@
 package dev.conduit;
 
 import dev.conduit.internal.worker.MessageAccess;
+import dev.conduit.internal.worker.NativeBuffers;
 import dev.conduit.internal.worker.TransportSink;
 
 import java.lang.foreign.Arena;
@@ -194,7 +195,8 @@ public final class Message {
      *         see above), a second time for the
      *         same message once a call returned a {@code KeptPayload}, or while the worker closes
      * @throws dev.conduit.spi.ConduitException when the transport failed to keep it, naming the
-     *         transport
+     *         transport, or native memory has no room for the copy (nothing kept: the message is
+     *         still readable in the handler)
      */
     public KeptPayload keepPayload() {
         check();
@@ -214,6 +216,13 @@ public final class Message {
             try {
                 copy = arena.allocate(payloadLength, 64);
                 MemorySegment.copy(payloadBuffer, payloadOffset, copy, 0, payloadLength);
+            } catch (OutOfMemoryError e) {
+                arena.close();
+                throw NativeBuffers.noRoom("cannot keep a payload of " + payloadLength + " bytes"
+                        + (sink == null ? "" : " delivered by transport '" + sink.transportName() + "'") + ": where the transport "
+                        + "cannot keep it where it lies, the runtime keeps a copy", payloadLength, false, "Nothing was kept, and the message is still "
+                        + "readable in this handler: read what you need of it now, or copy it into memory of your own "
+                        + "(copyPayload), and close the KeptPayloads no longer needed", e);
             } catch (RuntimeException | Error e) {
                 arena.close();
                 throw e;

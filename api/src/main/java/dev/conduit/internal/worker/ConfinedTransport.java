@@ -80,8 +80,20 @@ final class ConfinedTransport implements Transport {
     }
 
     /** A copy of {@code segment}, made on the calling thread, in memory every thread can access. */
-    private static MemorySegment copy(MemorySegment segment) {
-        return Arena.ofAuto().allocate(segment.byteSize(), 8).copyFrom(segment);
+    private MemorySegment copy(MemorySegment segment) {
+        return accessibleCopy(segment.byteSize()).copyFrom(segment);
+    }
+
+    /** {@code length} bytes every thread can access, for a copy of a segment confined to the calling thread. */
+    private MemorySegment accessibleCopy(long length) {
+        try {
+            return Arena.ofAuto().allocate(length, 8);
+        } catch (OutOfMemoryError e) {
+            throw NativeBuffers.noRoom("cannot copy " + length + " bytes of a segment confined to thread '" + Thread.currentThread()
+                    .getName() + "' for the plugin's thread " + thread.thread().getName() + " (thread.confine), which cannot access "
+                    + "it", length, true, "Nothing reached the plugin. Pass a segment the plugin's thread can access, of an "
+                    + "Arena.ofShared(), Arena.ofAuto() or Arena.global(), or of the heap: it is handed over without a copy", e);
+        }
     }
 
     @Override
@@ -150,7 +162,7 @@ final class ConfinedTransport implements Transport {
                 thread.run(() -> ep.get(source, offset, destination));
                 return;
             }
-            MemorySegment into = Arena.ofAuto().allocate(destination.byteSize(), 8);
+            MemorySegment into = accessibleCopy(destination.byteSize());
             thread.run(() -> ep.get(source, offset, into));
             destination.copyFrom(into);
         }

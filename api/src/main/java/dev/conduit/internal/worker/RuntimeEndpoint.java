@@ -449,33 +449,39 @@ final class RuntimeEndpoint implements Endpoint {
         MemorySegment buffer = shared.take();
         if (buffer == null) return encodeInto(scratch(maxLength), id, header, maxLength, encoder);
         try {
-            if (buffer.byteSize() < maxLength) buffer = allocateScratch(Arena.ofAuto(), maxLength);
+            if (buffer.byteSize() < maxLength) buffer = allocateScratch(maxLength);
             return encodeInto(buffer, id, header, maxLength, encoder);
         } finally {
             shared.give(buffer);
         }
     }
 
-    /**
-     * {@code length} bytes of native memory for an encoding buffer, from {@code arena}; a JVM that cannot have them is
-     * told with what to do, not with the JDK's bare {@link OutOfMemoryError} (an automatic arena's count against
-     * {@code -XX:MaxDirectMemorySize}, by default the heap's limit; another arena's only against what the system
-     * gives).
-     */
+    /** {@code length} bytes of native memory for an encoding buffer, of an automatic arena (kept for later sends). */
+    private MemorySegment allocateScratch(long length) {
+        try {
+            return Arena.ofAuto().allocate(length, 8);
+        } catch (OutOfMemoryError e) {
+            throw noRoomToEncode(length, true, e);
+        }
+    }
+
+    /** {@code length} bytes of native memory for an encoding buffer, from {@code arena}, a confined or shared one. */
     private MemorySegment allocateScratch(Arena arena, long length) {
         try {
             return arena.allocate(length, 8);
         } catch (OutOfMemoryError e) {
-            throw new ConduitException("cannot encode a payload of up to " + length + " bytes (maxLength) for transport '" + transport
-                    + "': no room for a buffer of that size in native memory (" + e.getMessage() + "). A zero-copy send is encoded "
-                    + "there, and then sent or copied into the local queue, when the transport has no room for it now (over "
-                    + "memfd and posix: the connection's bounce ring still holds payloads the peer has not released) or messages "
-                    + "already wait locally. Progress the worker until pending() is 0 before such a send, pass a smaller maxLength, "
-                    + "or give the transport room for what is in flight (" + transport + ".bounce.size over memfd and posix); a "
-                    + "buffer of up to " + PendingQueue.RETAIN + " bytes, kept for later sends (one per worker, shared by its "
-                    + "endpoints), counts against -XX:MaxDirectMemorySize (by default the heap's limit, -Xmx), a larger one, freed "
-                    + "as the send returns, against the system's memory only", e);
+            throw noRoomToEncode(length, false, e);
         }
+    }
+
+    private ConduitException noRoomToEncode(long length, boolean automatic, OutOfMemoryError e) {
+        return NativeBuffers.noRoom("cannot encode a payload of up to " + length + " bytes (maxLength) for transport '" + transport
+                + "'", length, automatic, "A zero-copy send is encoded there, and then sent or copied into the local queue, when "
+                + "the transport has no room for it now (over memfd and posix: the connection's bounce ring still holds payloads the "
+                + "peer has not released) or messages already wait locally. Progress the worker until pending() is 0 before such a "
+                + "send, pass a smaller maxLength, or give the transport room for what is in flight (" + transport + ".bounce.size "
+                + "over memfd and posix); a buffer of up to " + PendingQueue.RETAIN + " bytes is kept for later sends (one per "
+                + "worker, shared by its endpoints), a larger one freed as the send returns", e);
     }
 
     /** Lets the encoder write into {@code buffer} through its ranged call, then sends or queues what it wrote. */
@@ -516,7 +522,7 @@ final class RuntimeEndpoint implements Endpoint {
     /** {@link #scratch}, grown to at least {@code length} bytes. */
     private MemorySegment scratch(long length) {
         if (scratch.byteSize() < length) {
-            scratch = allocateScratch(Arena.ofAuto(), Math.max(length, ENCODED_HERE_UP_TO));
+            scratch = allocateScratch(Math.max(length, ENCODED_HERE_UP_TO));
             targets = null;
         }
         return scratch;

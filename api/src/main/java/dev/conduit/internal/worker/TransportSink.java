@@ -280,7 +280,8 @@ public final class TransportSink implements MessageSink {
         return replies.size();
     }
 
-    String transportName() {
+    /** The name of the transport it is the sink of. */
+    public String transportName() {
         return transportName;
     }
 }

@@ -15,11 +15,15 @@ import dev.conduit.testing.HangGuard;
 import dev.conduit.testing.InterruptRefusingThread;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -604,6 +608,43 @@ class EndpointThreadingTest {
         }
         Loopbacks.progressUntil(() -> received.size() == 3, worker);
         assertThat(received).containsExactly("7/11/2048", "7/13/16", "7/17/8");
+    }
+
+    /**
+     * A segment confined to the calling thread that native memory cannot copy for a confined plugin's thread is refused
+     * with a ConduitException naming its size, the limit the copy counts against (-XX:MaxDirectMemorySize) and the
+     * remedy, a segment the plugin's thread can access, nothing sent. Here 1 TiB of a sparse file mapped into an
+     * Arena.ofConfined(), more than the limit (by default the heap's), which refuses it before any byte is allocated.
+     * Until 2026-12-07 the JDK's bare OutOfMemoryError ("Cannot reserve ... bytes of direct buffer memory") came out of
+     * send, naming neither.
+     */
+    @Test
+    void aConfinedSegmentNativeMemoryCannotCopyForAConfinedPluginIsAConduitExceptionNamingTheRemedy(@TempDir Path dir)
+            throws Exception {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 8, false).singleOnly();
+        plugin.maxPayload = 1L << 50;
+        Worker worker = loopbacks.conduit(b -> b.threadConfinement(true), plugin).newWorker(ThreadMode.MULTI);
+        assertThat(worker.threadPolicy()).isEqualTo(ThreadPolicy.CONFINED_THREAD);
+        Endpoint self = worker.connect(worker.address());
+        long size = 1L << 40;
+        assertThat(Runtime.getRuntime().maxMemory()).as("the copy's limit, -XX:MaxDirectMemorySize, is by default the heap's")
+                .isLessThan(size);
+        try (FileChannel file = FileChannel.open(dir.resolve("sparse"), StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                StandardOpenOption.WRITE); Arena arena = Arena.ofConfined()) {
+            file.write(java.nio.ByteBuffer.allocate(1), size - 1);
+            MemorySegment payload = file.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
+            assertThatThrownBy(() -> self.send(1, payload)).isInstanceOf(ConduitException.class)
+                    .hasCauseInstanceOf(OutOfMemoryError.class)
+                    .hasMessageStartingWith("cannot copy " + size + " bytes of a segment confined to thread '"
+                            + Thread.currentThread().getName() + "' for the plugin's thread conduit-confined-lo (thread.confine)")
+                    .hasMessageContaining("-XX:MaxDirectMemorySize")
+                    .hasMessageContaining("Pass a segment the plugin's thread can access");
+        }
+        List<Long> received = new ArrayList<>();
+        worker.onMessage(1, m -> received.add(m.payloadLong(0)));
+        self.send(1, longs(3));
+        Loopbacks.progressUntil(() -> received.size() == 1, worker);
+        assertThat(received).as("nothing of the refused send arrived").containsExactly(3L);
     }
 
     /**

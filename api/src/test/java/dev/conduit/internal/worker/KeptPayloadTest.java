@@ -173,6 +173,48 @@ class KeptPayloadTest {
         assertThatThrownBy(() -> view.get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
     }
 
+    /**
+     * A copy that native memory cannot hold is a ConduitException naming the payload's size, what
+     * ran out and what to do, and the message stays readable in the handler. The payload here is
+     * 1 PiB, more than any process's address space: the loopback delivers it over a buffer of 16
+     * bytes, as the allocation fails before a byte is copied. Until 2026-12-07 the JDK's bare
+     * OutOfMemoryError ("Unable to allocate ... bytes") came out of keepPayload, naming neither.
+     */
+    @Test
+    void aCopyNativeMemoryCannotHoldIsAConduitExceptionNamingItsSizeAndTheMessageStaysReadable() {
+        LoopbackPlugin plugin = new LoopbackPlugin("lo", 16, false);
+        Worker receiver = loopbacks.conduit(plugin).newWorker(ThreadMode.SINGLE);
+        long huge = 1L << 50;
+        List<Throwable> thrown = new ArrayList<>();
+        List<Byte> readAfter = new ArrayList<>();
+        receiver.onMessage(1, m -> {
+            try {
+                m.keepPayload();
+            } catch (Throwable t) {
+                thrown.add(t);
+            }
+            readAfter.add(m.payloadByte(0));
+        });
+        LoopbackPlugin.LoopbackTransport transport = plugin.transport();
+        MemorySegment buffer = payload(5, 16);
+        boolean[] delivered = {false};
+        transport.duringProgress = () -> {
+            if (delivered[0]) return;
+            delivered[0] = true;
+            transport.sink().onMessage(1, MemorySegment.NULL, 0, 0, buffer, 0, huge);
+        };
+        progressUntil(() -> readAfter.size() == 1, receiver);
+
+        assertThat(thrown).hasSize(1);
+        assertThat(thrown.getFirst()).isInstanceOf(dev.conduit.spi.ConduitException.class)
+                .hasCauseInstanceOf(OutOfMemoryError.class)
+                .hasMessageStartingWith("cannot keep a payload of " + huge + " bytes delivered by transport 'lo'")
+                .hasMessageContaining("native memory has no room for a buffer of " + huge + " bytes")
+                .hasMessageContaining("not counted against -XX:MaxDirectMemorySize")
+                .hasMessageContaining("copyPayload");
+        assertThat(readAfter).as("the message is still the handler's").containsExactly((byte) 5);
+    }
+
     @Test
     void keepPayloadOutsideTheHandlerOrTwiceForOneMessageThrows() {
         Pair p = pair(false);
