@@ -1053,8 +1053,11 @@ final class RuntimeEndpoint implements Endpoint {
         if (!(region instanceof RuntimePeerRegion r) || r.owner != this) {
             throw new IllegalArgumentException(op + ": the PeerRegion was not opened through this endpoint; open it with peerRegion(handle) on the endpoint that uses it");
         }
-        // The progress() that reported the failure gave the endpoint's regions back, and the end of a reply endpoint's
-        // connection closed them: the failure or the end, as the endpoint's send throws it, is the cause, not their close.
+        // A closed worker (or its Conduit's close) closed the endpoint and its regions: the region's remedy, a live endpoint,
+        // would not do, another worker would. Then the progress() that reported the failure gave the endpoint's regions
+        // back, and the end of a reply endpoint's connection closed them: the failure or the end, as the endpoint's send
+        // throws it, is the cause, not their close.
+        worker.ensureOpen();
         RuntimeException refused = failedOrEnded();
         if (refused != null) throw refused;
         return r.remote();

@@ -386,45 +386,59 @@ class EndpointRmaTest {
     /**
      * Endpoint's javadoc: an operation on a closed endpoint, or on one whose worker closed, throws
      * IllegalStateException (peerRegion and flush said nothing of it); closing it again does
-     * nothing, and pending() and isFailed() still answer.
+     * nothing, and pending() and isFailed() still answer. Each says its most specific cause with the
+     * remedy that works: an RMA operation on a region of a closed endpoint says the region was
+     * closed with its endpoint (open it again on a live endpoint); of a closed worker, or of a
+     * worker of a closed Conduit, what the endpoint's other calls say (another worker, another
+     * Conduit). Until 2026-12-07 the region's message came first for all three, its remedy (a live
+     * endpoint) wrong once the worker or the Conduit was closed, which it never named.
      */
     @Test
-    void everyOperationOnAClosedEndpointOrOneOfAClosedWorkerThrowsIllegalStateException() {
+    void everyOperationOnAClosedEndpointOrOneOfAClosedWorkerOrConduitThrowsIllegalStateExceptionNamingIt() {
         open(new LoopbackPlugin("lo", 8, false));
         Worker worker = conduit.newWorker(ThreadMode.SINGLE);
         Endpoint ofClosedWorker = worker.connect(conduit.newWorker(ThreadMode.SINGLE).address());
+        Endpoint ofClosedConduit = conduit.newWorker(ThreadMode.SINGLE).connect(conduit.newWorker(ThreadMode.SINGLE).address());
         PeerRegion region = endpoint.peerRegion(handle);
         PeerRegion regionOfClosedWorker = ofClosedWorker.peerRegion(handle);
+        PeerRegion regionOfClosedConduit = ofClosedConduit.peerRegion(handle);
         endpoint.close();
         worker.close();
 
-        for (Endpoint ep : List.of(endpoint, ofClosedWorker)) {
-            PeerRegion r = ep == endpoint ? region : regionOfClosedWorker;
-            String closed = ep == endpoint ? "is closed: it takes no more calls; connect again (Worker.connect) to reach that peer"
-                    : "worker is closed: it takes no more calls; make another with Conduit.newWorker to go on";
-            List<Runnable> refused = List.of(
-                    () -> ep.send(1, longs(1)),
-                    () -> ep.send(1, MemorySegment.NULL, longs(1)),
-                    () -> ep.send(1, MemorySegment.NULL, 8, target -> 0),
-                    () -> ep.peerRegion(handle),
-                    ep::flush);
-            for (Runnable call : refused) {
-                assertThatThrownBy(call::run).isInstanceOf(IllegalStateException.class).hasMessageContaining(closed);
-            }
-            List<Runnable> onItsRegion = List.of(
-                    () -> ep.put(longs(1), r, 0),
-                    () -> ep.get(r, 0, MemorySegment.ofArray(new byte[8])),
-                    () -> ep.fetchAdd(r, 0, 1),
-                    () -> ep.compareAndSwap(r, 0, 0, 1));
-            for (Runnable call : onItsRegion) {
-                assertThatThrownBy(call::run).isInstanceOf(IllegalStateException.class)
-                        .hasMessageContaining("its endpoint was closed (or its worker)");
-            }
-            ep.close();
-            assertThat(ep.pending()).isZero();
-            assertThat(ep.isFailed()).isFalse();
-        }
+        refusesEveryCall(endpoint, region, "is closed: it takes no more calls; connect again (Worker.connect) to reach that peer",
+                "this PeerRegion is closed: its endpoint was closed (or its worker), which closes the peer regions opened on it; "
+                        + "open the region again on a live endpoint to the peer");
+        String workerClosed = "worker is closed: it takes no more calls; make another with Conduit.newWorker to go on";
+        refusesEveryCall(ofClosedWorker, regionOfClosedWorker, workerClosed, workerClosed);
         assertThat(rmaCalls()).as("nothing reached the transport").isZero();
+
+        conduit.close();
+        String conduitClosed = "worker is closed: its Conduit was closed (Conduit.close() on thread '" + Thread.currentThread().getName()
+                + "'); open another Conduit and make a worker of it to go on";
+        refusesEveryCall(ofClosedConduit, regionOfClosedConduit, conduitClosed, conduitClosed);
+    }
+
+    private void refusesEveryCall(Endpoint ep, PeerRegion r, String closed, String closedForRma) {
+        List<Runnable> refused = List.of(
+                () -> ep.send(1, longs(1)),
+                () -> ep.send(1, MemorySegment.NULL, longs(1)),
+                () -> ep.send(1, MemorySegment.NULL, 8, target -> 0),
+                () -> ep.peerRegion(handle),
+                ep::flush);
+        for (Runnable call : refused) {
+            assertThatThrownBy(call::run).isInstanceOf(IllegalStateException.class).hasMessageContaining(closed);
+        }
+        List<Runnable> onItsRegion = List.of(
+                () -> ep.put(longs(1), r, 0),
+                () -> ep.get(r, 0, MemorySegment.ofArray(new byte[8])),
+                () -> ep.fetchAdd(r, 0, 1),
+                () -> ep.compareAndSwap(r, 0, 0, 1));
+        for (Runnable call : onItsRegion) {
+            assertThatThrownBy(call::run).isInstanceOf(IllegalStateException.class).hasMessageContaining(closedForRma);
+        }
+        ep.close();
+        assertThat(ep.pending()).isZero();
+        assertThat(ep.isFailed()).isFalse();
     }
 
     /**
