@@ -468,6 +468,23 @@ class ShmTransportTest {
     }
 
     /**
+     * An encoder of a large message that, as it encodes, has another sender claim the first page's last line but one (its
+     * tail at {@code 4096 - 128}) and not take it: the look for room before the encoder found room, and the claim after it
+     * finds none, for no claim passes one not yet taken, so the encoded message is taken and held. (Made before the send,
+     * that claim stops the look itself, and the send is refused with the encoder not called.)
+     */
+    private PayloadEncoder.Ranged anotherSenderClaimsWhileThisEncodes() {
+        return (memory, offset, maxLength) -> {
+            try {
+                writeIntoTheQueue(queue -> assertThat(claimAtTheTail(queue, 0x0bad_cafe_0000_0001L, 64)).isEqualTo(4096 - 128));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            return maxLength;
+        };
+    }
+
+    /**
      * Sends one-line messages (id 6) on {@code ep}, into a queue that {@link #writeIntoTheQueue} maps
      * and whose messages so far {@code received} has, until its tail is at ring position
      * {@code position}, and has the receiver read them.
@@ -953,10 +970,8 @@ class ShmTransportTest {
         assertThat(sendWhileProgressing(ep, receiver, 6, bytes(50_000, 1))).as("its CONNECT, BOUNCE and a large message").isTrue();
         receive(receiver, received, 1);
         sendLinesUpTo(ep, receiver, received, 4096 - 128);
-        // Another sender's claim, not yet taken, of the first page's last line but one: no claim passes it.
-        writeIntoTheQueue(queue -> assertThat(claimAtTheTail(queue, 0x0bad_cafe_0000_0001L, 64)).isEqualTo(4096 - 128));
         MemorySegment header = bytes(100, 3); // its record, 192 bytes from the first page's last line, crosses into the next
-        assertThat(ep.trySendEncoded(8, header, 50_000, (PayloadEncoder.Ranged) (memory, offset, maxLength) -> maxLength))
+        assertThat(ep.trySendEncoded(8, header, 50_000, anotherSenderClaimsWhileThisEncodes()))
                 .as("taken and held").isEqualTo(50_000);
         writeIntoTheQueue(queue -> { // the other sender takes its claim, names it and abandons it: there is room again
             queue.set(ValueLayout.JAVA_INT, 4096 + 4096 - 128 + 4, ReceiveQueue.PAD);
@@ -982,8 +997,6 @@ class ShmTransportTest {
         assertThat(sendWhileProgressing(ep, receiver, 6, bytes(50_000, 1))).as("its CONNECT, BOUNCE and a large message").isTrue();
         receive(receiver, received, 1);
         sendLinesUpTo(ep, receiver, received, 4096 - 128);
-        // Another sender's claim, not yet taken, of the first page's last line but one: no claim passes it.
-        writeIntoTheQueue(queue -> assertThat(claimAtTheTail(queue, 0x0bad_cafe_0000_0001L, 64)).isEqualTo(4096 - 128));
         Path file = own.resolve("application-header");
         Files.write(file, new byte[100]);
         try (Arena arena = Arena.ofConfined()) {
@@ -994,7 +1007,7 @@ class ShmTransportTest {
                 channel.truncate(0);
             }
 
-            assertThatThrownBy(() -> ep.trySendEncoded(8, header, 50_000, (PayloadEncoder.Ranged) (memory, offset, maxLength) -> maxLength))
+            assertThatThrownBy(() -> ep.trySendEncoded(8, header, 50_000, anotherSenderClaimsWhileThisEncodes()))
                     .as("the send to hold, whose header faults on the application's own mapping").isExactlyInstanceOf(InternalError.class);
         }
         writeIntoTheQueue(queue -> { // the other sender takes its claim, names it and abandons it: there is room again
