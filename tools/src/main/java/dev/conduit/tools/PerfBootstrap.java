@@ -516,8 +516,17 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      * @throws ConduitException when it does not appear within {@code timeout}
      */
     static PerfBootstrap await(Path directory, String name, Duration timeout, BooleanSupplier gone) {
+        return await(directory, name, timeout, gone, () -> { });
+    }
+
+    /**
+     * The same, running {@code afterFirstLook} once the file was first looked for, found or not: a check that fails
+     * whatever the file holds (a client with no transport here) then fails before any wait, after the errors of the
+     * directory itself (something else under the file's name, EACCES), which name it with their remedy.
+     */
+    static PerfBootstrap await(Path directory, String name, Duration timeout, BooleanSupplier gone, Runnable afterFirstLook) {
         return await(directory, name, timeout, gone, "start one with 'conduit perf --server --shared-dir " + directory
-                + (name.equals("default") ? "" : " --name " + name) + "' (or give --timeout)");
+                + (name.equals("default") ? "" : " --name " + name) + "' (or give --timeout)", afterFirstLook);
     }
 
     /**
@@ -525,13 +534,19 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      * timeout's message.
      */
     static PerfBootstrap await(Path directory, String name, Duration timeout, BooleanSupplier gone, String remedy) {
+        return await(directory, name, timeout, gone, remedy, () -> { });
+    }
+
+    private static PerfBootstrap await(Path directory, String name, Duration timeout, BooleanSupplier gone, String remedy,
+            Runnable afterFirstLook) {
         Path file = file(directory, name);
         String foreign = "remove it, or choose another --name";
         long deadline = System.nanoTime() + timeout.toNanos();
-        while (true) {
+        for (boolean first = true; ; first = false) {
             int unfinished = -1; // the length of a file read without its end line, -1 when there was none
             try {
                 byte[] bytes = readRegularFile(file, foreign);
+                if (first) afterFirstLook.run();
                 if (bytes != null) {
                     PerfBootstrap b = decode(bytes, file.toString(), foreign);
                     if (b != null) return b;

@@ -371,11 +371,15 @@ final class PerfCommand implements Callable<Integer> {
             if (connect.isEmpty()) {
                 Path dir = sharedDirectoryOf(c);
                 String n = name != null ? name : DEFAULT_NAME;
-                bootstrap = PerfBootstrap.await(dir, n, plan.timeout(), () -> false);
+                // After the first look, so that the directory's own errors come first (a missing one is none: it is waited
+                // for, and it makes memfd and posix unavailable, which this names with their reason).
+                bootstrap = PerfBootstrap.await(dir, n, plan.timeout(), () -> false,
+                        () -> requireAnAvailableTransport(c, "so this client did not wait for a server"));
                 file = PerfBootstrap.file(dir, n);
                 how = "bootstrap through the shared directory " + dir + ", file " + file.getFileName();
             } else {
                 PerfParsing.HostPort at = PerfParsing.hostPort(connect);
+                requireAnAvailableTransport(c, "so this client did not wait for a server");
                 bootstrap = PerfBootstrap.fetch(at, plan.timeout());
                 how = "bootstrap over TCP from " + at;
             }
@@ -420,7 +424,7 @@ final class PerfCommand implements Callable<Integer> {
             // error names it as the user set it, with the remedy.
             place = PerfPeer.makePlace(parent, sharedDir != null ? PerfPeer.ParentSource.OPTION : PerfPeer.ParentSource.CONFIGURATION);
             try {
-                requireAnAvailableTransport(c);
+                requireAnAvailableTransport(c, "so no server was started");
             } catch (RuntimeException | Error e) {
                 place.abandon();
                 throw e;
@@ -612,8 +616,8 @@ final class PerfCommand implements Callable<Integer> {
      * waited its whole --timeout for a bootstrap file before it found it had no transport. A selection of plugins that
      * declare none (devdax alone: it provides memory) is the command line's fault when -t or --set made it, so a usage
      * error. One whose plugins declare one that is unusable here (verbs without an RDMA device, a shared directory that is
-     * missing or not writable) is left to the run (a spawned one: {@link #requireAnAvailableTransport}, once its private
-     * directory's errors, which name the directory as the user gave it with the remedy, could be said).
+     * missing or not writable) is left to the run ({@link #requireAnAvailableTransport}, once the directory's own errors,
+     * which name it as the user gave it with the remedy, could be said).
      */
     private void requireATransport(Conduit c) {
         List<PluginInfo> chosen = c.plugins().stream().filter(p -> p.status() != PluginInfo.Status.EXCLUDED).toList();
@@ -633,13 +637,16 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /**
-     * Refuses a spawned run at once when no plugin of its selection offers a transport here, each named with why (verbs
-     * without an RDMA device): it started its server's JVM, which failed as this one would, and said that server's error
-     * wrapped in "the perf server exited before it published ...". Not a usage error: the selection is right, the machine
-     * lacks what it needs. Checked once the run's private directory is made ({@link PerfPeer#makePlace}), whose errors name
-     * a shared directory that makes memfd and posix unavailable as the user set it.
+     * Refuses a run at once when no plugin of its selection offers a transport here, each named with why (verbs without an
+     * RDMA device): a spawned run started its server's JVM, which failed as this one would, and said that server's error
+     * wrapped in "the perf server exited before it published ..."; a --connect client waited its whole --timeout for a
+     * bootstrap (until 2026-12-07). Not a usage error: the selection is right, the machine lacks what it needs. A spawned run
+     * checks once its private directory is made ({@link PerfPeer#makePlace}), a client once it looked for the bootstrap
+     * file: the directory's own errors, which name it as the user set it, come first.
+     *
+     * @param consequence what the run did not do for it, said after the reasons
      */
-    private void requireAnAvailableTransport(Conduit c) {
+    private void requireAnAvailableTransport(Conduit c, String consequence) {
         Predicate<PluginInfo> carries = p -> p.status() == PluginInfo.Status.SELECTED && p.capabilities().contains(Capability.AM)
                 && !p.unsupportedHere().containsKey(Capability.AM);
         if (c.plugins().stream().anyMatch(carries)) return;
@@ -651,7 +658,7 @@ final class PerfCommand implements Callable<Integer> {
                     : p.name() + " is " + p.status() + ": " + p.reason());
         }
         throw new ConduitException(selection(transportsOf(c)) + " selects no plugin that carries messages here: " + String.join("; ", whyNot)
-                + "; every conduit perf test runs over an endpoint between two workers, so no server was started; " + whatWouldCarry(chosen));
+                + "; every conduit perf test runs over an endpoint between two workers, " + consequence + "; " + whatWouldCarry(chosen));
     }
 
     private static ConfigEntry transportsOf(Conduit c) {

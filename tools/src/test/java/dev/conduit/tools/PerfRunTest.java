@@ -378,6 +378,40 @@ class PerfRunTest {
         }
     }
 
+    /**
+     * A client given --connect whose selection's transports are all unavailable here (beta, as above) fails at once, exit
+     * code 1, naming each plugin with why, through the shared directory and over TCP alike: it waited its whole --timeout for
+     * a bootstrap file or a server's answer before it found it had no transport, and then said no server had published one
+     * or answered. No server runs here; the --timeout given only bounds a wait the fix removes.
+     */
+    @Test
+    void aClientWhoseTransportsAreAllUnavailableHereFailsAtOnceWithoutWaitingForItsServer() throws IOException {
+        Path shared = Files.createTempDirectory(Path.of("/dev/shm"), "cperf-unavailable");
+        int closedPort;
+        try (ServerSocketChannel gone = ServerSocketChannel.open().bind(new InetSocketAddress("127.0.0.1", 0))) {
+            closedPort = ((InetSocketAddress) gone.getLocalAddress()).getPort();
+        }
+        try {
+            CommandRunner withBeta = CommandRunner.discoveringWith(TestPlugin.beta());
+            for (List<String> connect : List.of(List.of("perf", "--connect"), List.of("perf", "--connect", "127.0.0.1:" + closedPort))) {
+                String[] args = concat(connect, "-t", "beta", "am_lat", "--shared-dir", shared.toString(), "--timeout", "20s");
+                Result result = HangGuard.await("conduit " + String.join(" ", args), () -> withBeta.run(args));
+
+                assertThat(result.exitCode()).as(connect + ": " + result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+                assertThat(result.err()).as(connect.toString())
+                        .contains("-t beta selects no plugin that carries messages here: beta is UNAVAILABLE: no beta device: "
+                                + "load the beta driver (modprobe beta); every conduit perf test runs over an endpoint between two workers, "
+                                + "so this client did not wait for a server; here -t memfd or -t posix would")
+                        .doesNotContain("no perf server published", "no perf server answers");
+            }
+            try (var left = Files.list(shared)) {
+                assertThat(left).as("a client leaves nothing in the shared directory").isEmpty();
+            }
+        } finally {
+            PerfPeer.deleteTree(shared);
+        }
+    }
+
     /** A list in which one plugin carries messages is not refused for another that carries none: the run uses the one. */
     @Test
     void aSelectionWithOnePluginThatCarriesMessagesRuns() {
