@@ -360,6 +360,22 @@ public final class OwnerLease implements AutoCloseable {
         return prefix + "-" + owner + "-" + SharedDirectory.randomId().substring(0, 16) + suffix;
     }
 
+    /** An owner id and the random part of {@link #newSocketName}, as it makes them. */
+    private static final Pattern SOCKET_OWNER_AND_RANDOM = Pattern.compile("[0-9a-f]{32}-[0-9a-f]{16}");
+
+    /**
+     * Whether {@code name} is of the form {@link #newSocketName} gives a socket under {@code prefix}
+     * with {@code suffix}: {@code <prefix>-<owner>-<random><suffix>}, 32 and 16 hex digits. A plugin
+     * judges the socket name a peer gave it (a handle's) with it, so that it connects to no other
+     * file of the directory.
+     */
+    public static boolean isSocketName(String prefix, String name, String suffix) {
+        int from = prefix.length() + 1;
+        int to = name.length() - suffix.length();
+        return to - from == 32 + 1 + 16 && name.startsWith(prefix + "-") && name.endsWith(suffix)
+                && SOCKET_OWNER_AND_RANDOM.matcher(name).region(from, to).matches();
+    }
+
     /** The lease file's name for {@code owner}. */
     public static String leaseName(String prefix, String owner) {
         return prefix + "-" + owner + LEASE;

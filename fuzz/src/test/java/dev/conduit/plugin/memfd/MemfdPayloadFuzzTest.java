@@ -24,7 +24,8 @@ class MemfdPayloadFuzzTest {
             return;
         }
         assertThat(payload.socketName()).doesNotContain("/").isNotIn(".", "..")
-                .startsWith(FdProtocol.FILE_PREFIX + "-").endsWith(FdProtocol.SOCKET_SUFFIX);
+                .startsWith(FdProtocol.FILE_PREFIX + "-").endsWith(FdProtocol.SOCKET_SUFFIX).hasSize(FdProtocol.SOCKET_NAME_LENGTH)
+                .matches(FdProtocol.FILE_PREFIX + "-[0-9a-f]{32}-[0-9a-f]{16}\\" + FdProtocol.SOCKET_SUFFIX);
         assertThat(payload.encode()).isEqualTo(bytes);
     }
 }

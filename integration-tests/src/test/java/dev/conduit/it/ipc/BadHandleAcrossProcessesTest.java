@@ -81,7 +81,8 @@ class BadHandleAcrossProcessesTest {
                 }
             } else {
                 Handle.MemfdPayload p = Handle.MemfdPayload.decode(g.payload());
-                Path planted = shared.resolve("conduit-memfd-planted.sock");
+                // Of the fd server's form, which decode takes: the import's look at the file refuses the link.
+                Path planted = shared.resolve("conduit-memfd-0123456789abcdef0123456789abcdef-0123456789abcdef.sock");
                 Files.createSymbolicLink(planted, Path.of(p.socket()));
                 try {
                     bad.refused("a symlink to the producer's socket", g.withPayload(p.withSocket(planted.getFileName().toString()).encode()).encode(),

@@ -1,6 +1,7 @@
 package dev.conduit.plugin.memfd;
 
 import dev.conduit.shm.DirectoryIdentity;
+import dev.conduit.shm.OwnerLease;
 import dev.conduit.spi.FormatVersions;
 import dev.conduit.spi.PayloadReader;
 import dev.conduit.spi.PayloadWriter;
@@ -17,7 +18,8 @@ import java.util.Objects;
  * ------  ----  ------------------  ---------------------------------------------------------------
  *      0  1     version             {@value #VERSION}, or 1 (below)
  *      1  2+n   socket              u16 length + the fd server's socket name, relative to the shared
- *                                   directory: one segment of [A-Za-z0-9._-], "conduit-memfd-...sock"
+ *                                   directory, as the fd server names it ({@link OwnerLease#isSocketName}):
+ *                                   conduit-memfd-OWNER-RANDOM.sock, 32 and 16 hex digits
  *      .  16    token               the chunk's capability token (128 random bits)
  *      .  8     directory.device    any: the producer's shared directory's st_dev    } {@link DirectoryIdentity}:
  *      .  8     directory.inode     any: its st_ino                                  } words an import that
@@ -73,10 +75,11 @@ record MemfdPayload(String socketName, byte[] token, DirectoryIdentity directory
             throw reader.invalid("version", FormatVersions.refusal("memfd export payload", version, VERSION, "the producer"));
         }
         String socket = reader.relativePath("socket");
-        if (socket.indexOf('/') >= 0 || !socket.startsWith(FdProtocol.FILE_PREFIX + "-")
-                || !socket.endsWith(FdProtocol.SOCKET_SUFFIX)) {
+        // The name the fd server binds, and no other: until 2026-12-07 any "conduit-memfd-*.sock" was connected to.
+        if (!OwnerLease.isSocketName(FdProtocol.FILE_PREFIX, socket, FdProtocol.SOCKET_SUFFIX)) {
             throw reader.invalid("socket", "'" + socket + "' is not the name of a memfd fd server's socket (expected "
-                    + FdProtocol.FILE_PREFIX + "-<owner>-<random>" + FdProtocol.SOCKET_SUFFIX + ", directly in the shared directory)");
+                    + FdProtocol.FILE_PREFIX + "-<owner>-<random>" + FdProtocol.SOCKET_SUFFIX + ", 32 and 16 hex digits, directly in "
+                    + "the shared directory); refused: a handle names only a socket a memfd fd server binds");
         }
         byte[] token = reader.bytes("token", FdProtocol.TOKEN_LENGTH);
         if (version == VERSION_WITHOUT_DIRECTORY) {

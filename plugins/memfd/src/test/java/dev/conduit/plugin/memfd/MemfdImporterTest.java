@@ -716,6 +716,31 @@ class MemfdImporterTest {
         }
     }
 
+    /**
+     * A socket name of another form than the fd server's, {@code conduit-memfd-<owner>-<random>.sock} (32 and 16 hex
+     * digits, as OwnerLease.newSocketName makes it), is refused at decode as an invalid handle naming the field, as posix
+     * refuses a chunk name without its owner: only the prefix and suffix were checked, and such a name was connected to.
+     */
+    @Test
+    void socketNamesNoFdServerMakesAreRefusedAtDecode() {
+        String owner = SharedDirectory.randomId();
+        String[] refused = {
+                "conduit-memfd-x.sock", "conduit-memfd-.sock", "conduit-memfd-..sock", "conduit-memfd-" + owner + ".lease.sock",
+                "conduit-memfd-" + owner + "-" + owner + ".sock", "conduit-memfd-" + owner + "-0123456789abcde.sock",
+                "conduit-memfd-" + owner.toUpperCase(java.util.Locale.ROOT) + "-0123456789abcdef.sock",
+                "conduit-memfd-" + owner + "-0123456789abcdeg.sock", "conduit-memfd-" + owner + "_0123456789abcdef.sock",
+                "conduit-memfd-w-" + owner + "-0123456789abcdef.sock", "conduit-memfd-" + owner + "-0123456789abcdef.bind"};
+        for (String name : refused) {
+            byte[] payload = new PayloadWriter().u8(1).string(name).bytes(new byte[16]).toByteArray();
+            assertThatThrownBy(() -> map(importer, payload, SIZE)).as(name)
+                    .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo("payload.socket"))
+                    .hasMessageContaining("is not the name of a memfd fd server's socket");
+        }
+        String made = "conduit-memfd-" + owner + "-0123456789abcdef.sock";
+        MemfdPayload taken = MemfdPayload.decode(new PayloadReader(new PayloadWriter().u8(1).string(made).bytes(new byte[16]).toByteArray()));
+        assertThat(taken.socketName()).isEqualTo(made);
+    }
+
     private void assertInvalid(byte[] payload, String field, String message) {
         assertThatThrownBy(() -> map(importer, payload, SIZE))
                 .isInstanceOfSatisfying(InvalidHandleException.class, e -> assertThat(e.field()).isEqualTo(field))
