@@ -371,7 +371,14 @@ public interface Libc {
      * from a private buffer. Should that copy fail (the buffer's arena closed, another thread's
      * confined segment), the descriptors received are closed before the failure is thrown.
      *
+     * <p>On a datagram or seqpacket socket a message longer than {@code buffer} loses its tail in
+     * the kernel ({@code MSG_TRUNC}): it is refused, never handed out cut short, and the
+     * descriptors that came with it are closed. Until 2026-12-07 the part that fit was returned
+     * as if it were the whole message.
+     *
      * @throws IllegalArgumentException if {@code buffer} is read-only
+     * @throws ErrnoException {@code EMSGSIZE} for a message longer than {@code buffer}, naming the
+     *                        buffer's length (the message is gone; a stream socket never has one)
      */
     ReceivedMessage recvmsg(FileDescriptor socket, MemorySegment buffer, int maxFds);
 

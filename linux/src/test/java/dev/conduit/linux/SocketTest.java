@@ -126,6 +126,39 @@ class SocketTest {
         assertThat(OpenFds.count()).isEqualTo(before);
     }
 
+    /**
+     * A datagram or seqpacket message longer than the buffer loses its tail in the kernel
+     * ({@code MSG_TRUNC}): until 2026-12-07 recvmsg handed out the part that fit, and the
+     * descriptors with it, as if it were the whole message.
+     */
+    @Test
+    void aMessageLongerThanTheBufferIsRefusedNamingBothAndItsDescriptorsClosed() {
+        for (int type : new int[] {SocketFlags.SOCK_SEQPACKET, SocketFlags.SOCK_DGRAM}) {
+            long before = OpenFds.count();
+            try (SocketPair pair = libc.socketpair(type);
+                 FileDescriptor passed = libc.eventfd(0, 0);
+                 Arena arena = Arena.ofConfined()) {
+                libc.sendmsg(pair.first(), bytes("0123456789abcdef"), passed);
+                long during = OpenFds.count();
+                assertThatThrownBy(() -> libc.recvmsg(pair.second(), arena.allocate(8), 1))
+                        .isInstanceOfSatisfying(ErrnoException.class, e -> {
+                            assertThat(e.errno()).isEqualTo(Errno.EMSGSIZE);
+                            assertThat(e.call()).isEqualTo("recvmsg");
+                        })
+                        .hasMessageContaining("longer than the buffer of 8 bytes")
+                        .hasMessageContaining("MSG_TRUNC")
+                        .hasMessageContaining("1 descriptor that came with it was closed");
+                assertThat(OpenFds.count()).isEqualTo(during);
+
+                // A message that fits is received whole, as before.
+                libc.sendmsg(pair.first(), bytes("01234567"));
+                ReceivedMessage whole = libc.recvmsg(pair.second(), arena.allocate(8), 1);
+                assertThat(whole.bytes()).isEqualTo(8);
+            }
+            assertThat(OpenFds.count()).isEqualTo(before);
+        }
+    }
+
     @Test
     void sendingDescriptorsWithoutDataIsRefused() {
         try (SocketPair pair = libc.socketpair(SOCK_STREAM)) {

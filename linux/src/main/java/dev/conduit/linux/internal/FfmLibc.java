@@ -871,8 +871,19 @@ public final class FfmLibc implements Libc {
                         + maxFds + " fds}, " + SocketFlags.describeMessageFlags(flags));
             }
             List<FileDescriptor> received = receivedDescriptors(control, message.get(JAVA_LONG, MSG_CONTROLLEN));
-            boolean truncated = (message.get(JAVA_INT, MSG_FLAGS) & SocketFlags.MSG_CTRUNC) != 0
-                    || received.size() > maxFds;
+            int messageFlags = message.get(JAVA_INT, MSG_FLAGS);
+            if ((messageFlags & SocketFlags.MSG_TRUNC) != 0) {
+                // A datagram or seqpacket message longer than the buffer: the kernel discarded its tail, so what fit is not
+                // the message, and the descriptors that came with it go with it rather than be taken for a whole one's.
+                closeAll(received);
+                throw new ErrnoException("recvmsg", Errno.EMSGSIZE, socket.toString(), socket + ", {" + buffer.byteSize()
+                        + " bytes, " + maxFds + " fds}, " + SocketFlags.describeMessageFlags(flags), "the message was longer than "
+                        + "the buffer of " + buffer.byteSize() + " bytes, and the kernel discarded the rest of it (MSG_TRUNC)"
+                        + (received.isEmpty() ? "" : "; the " + received.size() + (received.size() == 1 ? " descriptor that came"
+                        : " descriptors that came") + " with it " + (received.size() == 1 ? "was" : "were") + " closed")
+                        + ": receive into a buffer as long as the longest message the peer sends");
+            }
+            boolean truncated = (messageFlags & SocketFlags.MSG_CTRUNC) != 0 || received.size() > maxFds;
             if (truncated) {
                 // Some descriptors were lost, so the message's meaning is; none of the ones that
                 // arrived can be trusted to be the one meant, and none may leak.
