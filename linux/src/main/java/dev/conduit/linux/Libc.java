@@ -51,7 +51,10 @@ public interface Libc {
      * passing its descriptor.
      *
      * @param name  shown in {@code /proc/<pid>/fd} and {@code /proc/<pid>/maps} as {@code memfd:name}; at most 249 bytes
+     *              of UTF-8
      * @param flags {@link MemfdFlags}; {@code MFD_CLOEXEC} is added
+     * @throws ErrnoException {@code EINVAL} before any system call for a longer name, naming its length and the
+     *                        limit (until 2026-12-07 the kernel's bare {@code EINVAL})
      */
     FileDescriptor memfdCreate(String name, int flags);
 

@@ -83,6 +83,22 @@ class MemoryTest {
         }
     }
 
+    /**
+     * The kernel takes a memfd name of at most 249 bytes ({@code MFD_NAME_MAX_LEN}) and answers a
+     * longer one with a bare {@code EINVAL}: until 2026-12-07 that was all the error said.
+     */
+    @Test
+    void aMemfdNameLongerThanTheKernelTakesIsRefusedNamingItsLengthAndTheLimit() {
+        String longest = "m".repeat(249);
+        try (FileDescriptor memfd = libc.memfdCreate(longest, 0)) {
+            assertThat(memfd.description()).isEqualTo("memfd:" + longest);
+        }
+        assertThatThrownBy(() -> libc.memfdCreate(longest + "\u00e9", 0))
+                .isInstanceOfSatisfying(ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Errno.EINVAL))
+                .hasMessageContaining("the name is 251 bytes of UTF-8")
+                .hasMessageContaining("at most 249");
+    }
+
     @Test
     void memfdWithoutAllowSealingIsBornSealed() {
         try (FileDescriptor memfd = libc.memfdCreate("conduit-unsealable", 0)) {

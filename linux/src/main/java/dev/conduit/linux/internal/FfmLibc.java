@@ -82,6 +82,13 @@ public final class FfmLibc implements Libc {
     @Override
     public FileDescriptor memfdCreate(String name, int flags) {
         int allFlags = flags | MemfdFlags.MFD_CLOEXEC;
+        int nameLength = pathBytes(name).length;
+        if (nameLength > MEMFD_NAME_MAX) {
+            // The kernel answers a bare EINVAL, which names neither the name nor its limit.
+            throw new ErrnoException("memfd_create", Errno.EINVAL, name, quote(name) + ", " + MemfdFlags.describe(allFlags),
+                    "the name is " + nameLength + " bytes of UTF-8, and memfd_create takes at most " + MEMFD_NAME_MAX
+                            + " (MFD_NAME_MAX_LEN: NAME_MAX less \"memfd:\"): give a shorter name");
+        }
         CallState state = Native.callState();
         try (Arena arena = Arena.ofConfined()) {
             int fd = memfdCreate(state.capture, cString(arena, name), allFlags);
@@ -91,6 +98,9 @@ public final class FfmLibc implements Libc {
             return FileDescriptor.adopt(fd, "memfd:" + name);
         }
     }
+
+    /** The longest name {@code memfd_create} takes, in bytes: the kernel's {@code MFD_NAME_MAX_LEN} (mm/memfd.c), in no header. */
+    private static final int MEMFD_NAME_MAX = 249;
 
     @Override
     public void ftruncate(FileDescriptor fd, long length) {
