@@ -386,53 +386,58 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     @Override
     public boolean trySend(int id, MemorySegment headerBuffer, long headerOffset, int headerLength,
                            MemorySegment payloadBuffer, long payloadOffset, long payloadLength) {
-        checkUsable();
-        if (state == State.CONNECTING) {
-            // The reply may be here although this worker has not progressed since: a sender that only
-            // retries trySend (while its peer progresses) must get connected, as it gets its credits.
-            advanceWireup();
+        transport.sendSide.lock();
+        try {
             checkUsable();
-        }
-        if (state != State.CONNECTED) {
-            return false;
-        }
-        int records = Records.count(headerLength, payloadLength, recordSize);
-        long credits = peer.receiveBuffers() - (sent - freedByPeer());
-        if (records > credits || records > freeCount) {
-            transport.pollSendQueue();
-            if (records > freeCount || failure != null) {
+            if (state == State.CONNECTING) {
+                // The reply may be here although this worker has not progressed since: a sender that only
+                // retries trySend (while its peer progresses) must get connected, as it gets its credits.
+                advanceWireup();
                 checkUsable();
+            }
+            if (state != State.CONNECTED) {
                 return false;
             }
-            if (records > credits) {
-                return false;
+            int records = Records.count(headerLength, payloadLength, recordSize);
+            long credits = peer.receiveBuffers() - (sent - freedByPeer());
+            if (records > credits || records > freeCount) {
+                transport.pollSendQueue();
+                if (records > freeCount || failure != null) {
+                    checkUsable();
+                    return false;
+                }
+                if (records > credits) {
+                    return false;
+                }
             }
-        }
-        MemorySegment buffers = ring.memory();
-        // Every record is copied into the buffer it goes in before any is taken or posted: a copy that throws (the caller's
-        // arena closed, even by another thread meanwhile, or confined to another thread; a fault in mapped memory) then keeps
-        // no buffer, and leaves the peer no message without its end.
-        long payloadDone = 0;
-        for (int r = 0; r < records; r++) {
-            long at = (long) freeSlots[freeCount - 1 - r] * transport.bufferSize;
-            int headerHere = r == 0 ? headerLength : 0;
-            long part = Math.min(payloadLength - payloadDone, recordSize - Records.HEADER - headerHere);
-            Records.write(buffers, at, r == 0 ? Records.FIRST : Records.MORE, id, headerHere, (int) part, payloadLength);
-            if (headerHere > 0) {
-                MemorySegment.copy(headerBuffer, headerOffset, buffers, at + Records.HEADER, headerHere);
+            MemorySegment buffers = ring.memory();
+            // Every record is copied into the buffer it goes in before any is taken or posted: a copy that throws (the caller's
+            // arena closed, even by another thread meanwhile, or confined to another thread; a fault in mapped memory) then keeps
+            // no buffer, and leaves the peer no message without its end.
+            long payloadDone = 0;
+            for (int r = 0; r < records; r++) {
+                long at = (long) freeSlots[freeCount - 1 - r] * transport.bufferSize;
+                int headerHere = r == 0 ? headerLength : 0;
+                long part = Math.min(payloadLength - payloadDone, recordSize - Records.HEADER - headerHere);
+                Records.write(buffers, at, r == 0 ? Records.FIRST : Records.MORE, id, headerHere, (int) part, payloadLength);
+                if (headerHere > 0) {
+                    MemorySegment.copy(headerBuffer, headerOffset, buffers, at + Records.HEADER, headerHere);
+                }
+                MemorySegment.copy(payloadBuffer, payloadOffset + payloadDone, buffers, at + Records.HEADER + headerHere, part);
+                payloadDone += part;
             }
-            MemorySegment.copy(payloadBuffer, payloadOffset + payloadDone, buffers, at + Records.HEADER + headerHere, part);
-            payloadDone += part;
+            for (int r = 0; r < records; r++) {
+                int slot = freeSlots[--freeCount];
+                long at = (long) slot * transport.bufferSize;
+                int length = Records.HEADER + buffers.get(Records.INT, at + Records.HEADER_LENGTH)
+                        + buffers.get(Records.INT, at + Records.PART_LENGTH);
+                post(slot, VerbsAbi.IBV_WR_SEND, at, length, 0, 0, 0, 0);
+                sent++;
+            }
+            return true;
+        } finally {
+            transport.sendSide.unlock();
         }
-        for (int r = 0; r < records; r++) {
-            int slot = freeSlots[--freeCount];
-            long at = (long) slot * transport.bufferSize;
-            int length = Records.HEADER + buffers.get(Records.INT, at + Records.HEADER_LENGTH)
-                    + buffers.get(Records.INT, at + Records.PART_LENGTH);
-            post(slot, VerbsAbi.IBV_WR_SEND, at, length, 0, 0, 0, 0);
-            sent++;
-        }
-        return true;
     }
 
     /**
@@ -475,26 +480,31 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
 
     @Override
     public void put(MemorySegment source, RemoteRegion target, long offset) {
-        long length = source.byteSize();
-        long remote = remoteAddress(target, offset, length, "put");
-        boolean lastFirst = source.isNative() && lastPartFirst(source.address(), remote, length);
-        MemorySegment buffers = ring.memory();
-        long parts = parts(length);
-        for (long i = 0; i < parts; i++) {
-            long first = partStart(i, parts, lastFirst);
-            int part = (int) Math.min(length - first, recordSize);
-            int slot = takeSlot();
-            long at = (long) slot * transport.bufferSize;
-            try {
-                MemorySegment.copy(source, first, buffers, at, part);
-            } catch (RuntimeException | Error e) {
-                // The source's arena closed, even by another thread meanwhile, or confined to another thread; a fault in its
-                // mapped memory: the part's buffer, taken and not posted, would wait for a completion that never comes. The
-                // parts posted before stay written, as when posting a part fails.
-                freeSlots[freeCount++] = slot;
-                throw e;
+        transport.sendSide.lock();
+        try {
+            long length = source.byteSize();
+            long remote = remoteAddress(target, offset, length, "put");
+            boolean lastFirst = source.isNative() && lastPartFirst(source.address(), remote, length);
+            MemorySegment buffers = ring.memory();
+            long parts = parts(length);
+            for (long i = 0; i < parts; i++) {
+                long first = partStart(i, parts, lastFirst);
+                int part = (int) Math.min(length - first, recordSize);
+                int slot = takeSlot();
+                long at = (long) slot * transport.bufferSize;
+                try {
+                    MemorySegment.copy(source, first, buffers, at, part);
+                } catch (RuntimeException | Error e) {
+                    // The source's arena closed, even by another thread meanwhile, or confined to another thread; a fault in its
+                    // mapped memory: the part's buffer, taken and not posted, would wait for a completion that never comes. The
+                    // parts posted before stay written, as when posting a part fails.
+                    freeSlots[freeCount++] = slot;
+                    throw e;
+                }
+                post(slot, VerbsAbi.IBV_WR_RDMA_WRITE, at, part, remote + first, lastPayload.rkey(), 0, 0);
             }
-            post(slot, VerbsAbi.IBV_WR_RDMA_WRITE, at, part, remote + first, lastPayload.rkey(), 0, 0);
+        } finally {
+            transport.sendSide.unlock();
         }
     }
 
@@ -508,35 +518,40 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
      */
     @Override
     public void get(RemoteRegion source, long offset, MemorySegment destination) {
-        long length = destination.byteSize();
-        long remote = remoteAddress(source, offset, length, "get");
-        boolean lastFirst = destination.isNative() && lastPartFirst(remote, destination.address(), length);
-        MemorySegment buffers = ring.memory();
-        long parts = parts(length);
-        int[] inFlight = getWindow;
-        long posted = 0;
-        long copied = 0;
+        transport.sendSide.lock();
         try {
-            while (copied < parts) {
-                while (posted < parts && posted - copied < inFlight.length) {
-                    long first = partStart(posted, parts, lastFirst);
-                    int slot = takeSlot();
-                    post(slot, VerbsAbi.IBV_WR_RDMA_READ, (long) slot * transport.bufferSize, (int) Math.min(length - first, recordSize),
-                            remote + first, lastPayload.rkey(), 0, 0);
-                    awaitingCopy[slot] = true;
-                    inFlight[(int) (posted++ % inFlight.length)] = slot;
+            long length = destination.byteSize();
+            long remote = remoteAddress(source, offset, length, "get");
+            boolean lastFirst = destination.isNative() && lastPartFirst(remote, destination.address(), length);
+            MemorySegment buffers = ring.memory();
+            long parts = parts(length);
+            int[] inFlight = getWindow;
+            long posted = 0;
+            long copied = 0;
+            try {
+                while (copied < parts) {
+                    while (posted < parts && posted - copied < inFlight.length) {
+                        long first = partStart(posted, parts, lastFirst);
+                        int slot = takeSlot();
+                        post(slot, VerbsAbi.IBV_WR_RDMA_READ, (long) slot * transport.bufferSize, (int) Math.min(length - first, recordSize),
+                                remote + first, lastPayload.rkey(), 0, 0);
+                        awaitingCopy[slot] = true;
+                        inFlight[(int) (posted++ % inFlight.length)] = slot;
+                    }
+                    int slot = inFlight[(int) (copied % inFlight.length)];
+                    awaitDone(slot);
+                    long first = partStart(copied, parts, lastFirst);
+                    MemorySegment.copy(buffers, (long) slot * transport.bufferSize, destination, first, Math.min(length - first, recordSize));
+                    giveBack(slot);
+                    copied++;
                 }
-                int slot = inFlight[(int) (copied % inFlight.length)];
-                awaitDone(slot);
-                long first = partStart(copied, parts, lastFirst);
-                MemorySegment.copy(buffers, (long) slot * transport.bufferSize, destination, first, Math.min(length - first, recordSize));
-                giveBack(slot);
-                copied++;
+            } finally {
+                for (long i = copied; i < posted; i++) {
+                    giveBack(inFlight[(int) (i % inFlight.length)]);
+                }
             }
         } finally {
-            for (long i = copied; i < posted; i++) {
-                giveBack(inFlight[(int) (i % inFlight.length)]);
-            }
+            transport.sendSide.unlock();
         }
     }
 
@@ -591,27 +606,32 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     }
 
     private long atomic(RemoteRegion target, long offset, int opcode, long compareAdd, long swap, String op) {
-        if (!transport.domain.atomics()) {
-            throw new NotSupportedException("verbs: " + op + " needs RDMA atomics, and device " + transport.domain.deviceName()
-                    + " has none (atomic_cap " + VerbsAbi.atomics(transport.domain.atomicCap()) + ")");
+        transport.sendSide.lock();
+        try {
+            if (!transport.domain.atomics()) {
+                throw new NotSupportedException("verbs: " + op + " needs RDMA atomics, and device " + transport.domain.deviceName()
+                        + " has none (atomic_cap " + VerbsAbi.atomics(transport.domain.atomicCap()) + ")");
+            }
+            if (!peer.remoteAtomics()) {
+                // Its device registers its chunks, and sets up its queue pairs, without IBV_ACCESS_REMOTE_ATOMIC: posted, the
+                // atomic would be a remote access error, which fails this endpoint and the peer's inbound connection.
+                throw new NotSupportedException("verbs: " + op + " needs RDMA atomics at the peer too, and the device of the peer at "
+                        + peerName + " has none (atomic_cap none, as its address says), so its regions take no remote atomics; "
+                        + "put and get on them still work. Export the word from a process whose device has atomics");
+            }
+            long remote = remoteAddress(target, offset, 8, op);
+            if ((remote & 7) != 0) {
+                // Posted, the adapter would fail the work request and with it the queue pair: only this call is wrong.
+                throw misalignedWord(op, target, offset, remote);
+            }
+            int slot = takeSlot();
+            long at = (long) slot * transport.bufferSize;
+            post(slot, opcode, at, 8, remote, lastPayload.rkey(), compareAdd, swap);
+            awaitDone(slot); // its buffer, free again with the completion, is read before anything takes one
+            return ring.memory().get(ValueLayout.JAVA_LONG, at);
+        } finally {
+            transport.sendSide.unlock();
         }
-        if (!peer.remoteAtomics()) {
-            // Its device registers its chunks, and sets up its queue pairs, without IBV_ACCESS_REMOTE_ATOMIC: posted, the
-            // atomic would be a remote access error, which fails this endpoint and the peer's inbound connection.
-            throw new NotSupportedException("verbs: " + op + " needs RDMA atomics at the peer too, and the device of the peer at "
-                    + peerName + " has none (atomic_cap none, as its address says), so its regions take no remote atomics; "
-                    + "put and get on them still work. Export the word from a process whose device has atomics");
-        }
-        long remote = remoteAddress(target, offset, 8, op);
-        if ((remote & 7) != 0) {
-            // Posted, the adapter would fail the work request and with it the queue pair: only this call is wrong.
-            throw misalignedWord(op, target, offset, remote);
-        }
-        int slot = takeSlot();
-        long at = (long) slot * transport.bufferSize;
-        post(slot, opcode, at, 8, remote, lastPayload.rkey(), compareAdd, swap);
-        awaitDone(slot); // its buffer, free again with the completion, is read before anything takes one
-        return ring.memory().get(ValueLayout.JAVA_LONG, at);
     }
 
     /**
@@ -639,9 +659,14 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
 
     @Override
     public void flush() {
-        checkUsable();
-        while (freeCount < slots) {
-            waitStep();
+        transport.sendSide.lock();
+        try {
+            checkUsable();
+            while (freeCount < slots) {
+                waitStep();
+            }
+        } finally {
+            transport.sendSide.unlock();
         }
     }
 
@@ -712,6 +737,23 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
 
     @Override
     public void close() {
+        transport.sendSide.lock();
+        try {
+            close(true);
+        } finally {
+            transport.sendSide.unlock();
+        }
+    }
+
+    /**
+     * Closes the endpoint, with {@code drain} once the work requests of its send buffers completed
+     * (at most {@code verbs.wireup.timeout}), by polling the send queue, which the caller holds
+     * ({@link VerbsTransport#sendSide}). Without {@code drain} the worker's close found the send
+     * queue held by another thread's call past that timeout: then this close polls nothing and
+     * touches no send buffer, which are that call's, and throws naming the work requests it did not
+     * wait for, which the teardown may have cut short.
+     */
+    void close(boolean drain) {
         if (state == State.CLOSED) {
             return;
         }
@@ -719,7 +761,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         state = State.CLOSED;
         Throwable draining = null;
         try {
-            if (healthy) {
+            if (healthy && drain) {
                 // Let what was sent reach the peer before the end of stream tells it to tear the connection down.
                 long start = System.nanoTime();
                 while (freeCount < slots && failure == null && transport.withinWireupTimeout(start)) {
@@ -736,6 +778,14 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         // A queue pair that could not be destroyed may still complete its outstanding work into the send queue, sized for
         // the outbound limit: its slot is not handed to a new endpoint until a retry of the teardown destroyed it.
         Teardown teardown = release(transport, this, peer, wireup, creditWord, ring, qp, arena);
+        int taken = slots - freeCount; // read after the teardown, which waited for a post under way and refuses later ones
+        if (healthy && !drain && taken > 0) {
+            draining = new ConduitException("verbs: closed the connection to " + peerName + " without waiting for its work requests "
+                    + "in flight (" + taken + " of its send buffers taken): another thread's call on this worker still held its send "
+                    + "queue after " + VerbsConfig.WIREUP_TIMEOUT.nameAndVariable() + " (the worker was closed under that call, as "
+                    + "Conduit.close() does after its wait), so messages sent and puts made on it may not have reached the peer. "
+                    + "Let calls on a worker return before its Conduit is closed");
+        }
         switch (draining) {
             case null -> teardown.rethrow();
             case RuntimeException e -> throw teardown.suppressedInto(e);

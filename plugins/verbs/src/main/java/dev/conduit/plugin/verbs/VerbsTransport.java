@@ -30,6 +30,8 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 
 /**
@@ -83,6 +85,14 @@ import java.util.function.Function;
  *       for a credit write to complete. Work-request ids name the connection (slot
  *       and generation, so completions of a closed connection are recognised and dropped), the
  *       kind and the buffer.</li>
+ *   <li><b>Closed from another thread</b>: {@code Conduit.close()} closes a worker whose user is
+ *       still inside a call, from its own thread. The send queue and what its completions change
+ *       have one owner at a time ({@link #sendSide}): the close waits for the call to let go of it,
+ *       at most {@code verbs.wireup.timeout}, and then drains each endpoint's sends as the owner's
+ *       close does; past that it closes every endpoint without polling the queue and throws a
+ *       {@link ConduitException} naming each one whose work requests it did not wait for. The
+ *       call under way may then fail on what the close destroyed ({@link IllegalStateException}
+ *       "... is closed": {@link FfmVerbs} waits for a library call under way and refuses later ones).</li>
  * </ul>
  */
 final class VerbsTransport implements Transport {
@@ -112,6 +122,18 @@ final class VerbsTransport implements Transport {
     private final Verbs.CompletionChannel channel;
     final Verbs.CompletionQueue sendQueue;
     final Verbs.CompletionQueue receiveQueue;
+    /**
+     * The owner of the send queue and of what its completions change (each endpoint's send buffers,
+     * each inbound's credit write in flight): held by the user's calls that poll it or take send
+     * buffers ({@link #progress}, {@link #pollSendQueue}, an endpoint's trySend, RMA, flush and
+     * close) and by {@link #close()}. The worker is its user's, but {@code Conduit.close()} closes
+     * it from another thread while a call of the user's is still under way, and both polling the
+     * queue at once shared the completion arrays and each endpoint's free buffers: completions were
+     * handled twice or lost. Fair, so that a close waiting for it comes before the user's next call.
+     * Only that close ever contends for it; uncontended it costs a compare-and-set and a release
+     * store per call.
+     */
+    final ReentrantLock sendSide = new ReentrantLock(true);
     private final Verbs.Completions sendCompletions = new Verbs.Completions(32);
     private final Verbs.Completions receiveCompletions = new Verbs.Completions(32);
     /** Receive completions {@link #await} took off the queue (to close the arming race); the next progress handles them first. */
@@ -540,6 +562,15 @@ final class VerbsTransport implements Transport {
 
     @Override
     public int progress() {
+        sendSide.lock();
+        try {
+            return progressOwned();
+        } finally {
+            sendSide.unlock();
+        }
+    }
+
+    private int progressOwned() {
         ensureOpen();
         int events = adoptInbounds();
         events += pollReceiveQueue();
@@ -635,6 +666,15 @@ final class VerbsTransport implements Transport {
 
     /** Handles send completions (frees send buffers, finishes RMA, credit writes); runs no application code, so RMA may call it while waiting. */
     int pollSendQueue() {
+        sendSide.lock();
+        try {
+            return pollSendQueueOwned();
+        } finally {
+            sendSide.unlock();
+        }
+    }
+
+    private int pollSendQueueOwned() {
         int events = 0;
         int n;
         Throwable failure = null;
@@ -1055,10 +1095,40 @@ final class VerbsTransport implements Transport {
         } catch (RuntimeException | Error ex) {
             failure = ex;
         }
+        boolean owned = ownSendQueueToClose();
+        try {
+            failure = closeOwning(owned, failure);
+        } finally {
+            if (owned) {
+                sendSide.unlock();
+            }
+        }
+        rethrow(failure);
+    }
+
+    /**
+     * Takes the send queue from a call of the user's under way on another thread ({@link #sendSide}),
+     * waiting for it at most {@code verbs.wireup.timeout}, as long as an endpoint's drain waits;
+     * {@code false} if that call holds it still (or this thread was interrupted, its interrupt kept).
+     */
+    private boolean ownSendQueueToClose() {
+        try {
+            return sendSide.tryLock() || sendSide.tryLock(wireupTimeoutMillis, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /**
+     * The close past its wire-up listener; {@code owned}: holding {@link #sendSide}, else every
+     * endpoint is closed without its drain ({@link VerbsEndpoint#close(boolean)}).
+     */
+    private Throwable closeOwning(boolean owned, Throwable failure) {
         List<Throwable> connections = new ArrayList<>();
         for (VerbsEndpoint e : List.copyOf(endpoints)) {
             try {
-                e.close();
+                e.close(owned);
             } catch (RuntimeException | Error ex) {
                 connections.add(ex);
             }
@@ -1118,6 +1188,6 @@ final class VerbsTransport implements Transport {
         } catch (RuntimeException | Error ex) {
             failure = add(failure, ex);
         }
-        rethrow(failure);
+        return failure;
     }
 }

@@ -1967,6 +1967,106 @@ class LoopbackTransportTest {
         progressUntil(() -> b.received.size() == 1, b);
     }
 
+    /**
+     * {@code Conduit.close()} closes a worker from its own thread while the worker's user is still
+     * inside a call (docs/runtime.md, "Closing"): here a progress held inside its poll of the send
+     * queue, the completion of the first endpoint's SEND taken. The close's drain polled the same
+     * queue meanwhile, into the same completion arrays: it handled the second endpoint's completion,
+     * which the held poll then handled again, overflowing that endpoint's free send buffers (a bare
+     * {@code ArrayIndexOutOfBoundsException} out of the user's call), and the first endpoint's
+     * completion was lost, its drain waiting the whole timeout. The close now waits for the call's
+     * hold of the send queue and then drains as its owner would: every completion handled once.
+     */
+    @Test
+    void aWorkerClosedFromAnotherThreadWhileItsUserPollsTheSendQueueWaitsForThatPollAndHandlesEveryCompletionOnce() throws Exception {
+        TestWorker a = peer("verbs.wireup.timeout", "30s"); // also how long a forced close waits for the call: the hang guard's bound
+        TestWorker b = peer();
+        TransportEndpoint first = connected(a.connect(b), a, b);
+        TransportEndpoint second = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 2, a, b);
+        assertThat(first.trySend(1, MemorySegment.NULL, bytes("first"))).isTrue();
+        verbs.delayCompletions(a.transport.sendQueue);
+        assertThat(second.trySend(2, MemorySegment.NULL, bytes("second"))).isTrue();
+        verbs.holdNextPoll(a.transport.sendQueue);
+        AtomicReference<Throwable> callFailed = new AtomicReference<>();
+        Thread user = Thread.ofPlatform().name("worker-user").start(() -> {
+            try {
+                a.transport.progress(); // takes the first endpoint's completion, and stays inside the poll
+            } catch (Throwable t) {
+                callFailed.set(t);
+            }
+        });
+        awaitOrFail(verbs::pollHeld, "the user's poll held inside the library");
+        verbs.completeDelayed(); // the second endpoint's completion reaches the queue meanwhile
+        AtomicReference<Throwable> closeFailed = new AtomicReference<>();
+        Thread closer = Thread.ofPlatform().name("conduit-close").start(() -> {
+            try {
+                a.transport.close();
+            } catch (Throwable t) {
+                closeFailed.set(t);
+            }
+        });
+        // Either the close polled under the held call, or it waits for it (past the wire-up thread's end, which it joins).
+        awaitOrFail(() -> verbs.overlappingPolls() > 0 || !closer.isAlive()
+                || (closer.getState() == Thread.State.TIMED_WAITING && !a.transport.wireupThread().isAlive()), "the close to poll or wait");
+        verbs.releaseHeldPoll();
+        user.join(60_000);
+        closer.join(60_000);
+
+        assertThat(callFailed.get()).as("the user's progress, under way as the close came").isNull();
+        assertThat(closeFailed.get()).as("the close").isNull();
+        assertThat(verbs.overlappingPolls()).as("polls of the send queue while the user's was under way").isZero();
+        assertThat(a.failures).isEmpty();
+        progressUntil(() -> b.received.size() == 2, b);
+    }
+
+    /**
+     * A forced close that finds the send queue still held by the user's call after
+     * {@code verbs.wireup.timeout} closes the worker without polling it (the completions are the
+     * call's), and names each connection whose work requests it did not wait for: its messages may
+     * not have reached the peer, which the close says rather than tearing them down silently.
+     */
+    @Test
+    void aWorkerClosedUnderACallThatHoldsTheSendQueuePastTheWireupTimeoutPollsNothingAndNamesTheSendsItDidNotWaitFor() throws Exception {
+        TestWorker a = peer("verbs.wireup.timeout", "100ms");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 1, a, b);
+        assertThat(e.trySend(1, MemorySegment.NULL, bytes("in flight"))).isTrue();
+        verbs.holdNextPoll(a.transport.sendQueue);
+        AtomicReference<Throwable> callFailed = new AtomicReference<>();
+        Thread user = Thread.ofPlatform().name("worker-user").start(() -> {
+            try {
+                a.transport.progress(); // takes the SEND's completion, and stays inside the poll until the close is done
+            } catch (Throwable t) {
+                callFailed.set(t);
+            }
+        });
+        awaitOrFail(verbs::pollHeld, "the user's poll held inside the library");
+
+        Throwable thrown = catchThrowable(a.transport::close);
+        verbs.releaseHeldPoll();
+        user.join(60_000);
+
+        assertThat(thrown).isInstanceOf(ConduitException.class).hasMessageContaining("closed the connection to 127.0.0.1:")
+                .hasMessageContaining("without waiting for its work requests in flight (1 of its send buffers taken)")
+                .hasMessageContaining("verbs.wireup.timeout");
+        assertThat(verbs.overlappingPolls()).as("polls of the send queue while the user's was under way").isZero();
+        assertThat(callFailed.get()).as("the user's progress: returned, or failed on what the close released")
+                .satisfiesAnyOf(t -> assertThat(t).isNull(), t -> assertThat(t).isInstanceOf(IllegalStateException.class));
+    }
+
+    /** Waits until {@code condition} holds; fails after a minute (a hang guard, not a measure). */
+    private static void awaitOrFail(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("waited a minute for " + what);
+            }
+            Thread.sleep(1);
+        }
+    }
+
     @Test
     void recordHeadersAndTheCreditWordAreLittleEndian() {
         // On a little-endian host this holds with native order too: it pins the format for a big-endian one.

@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 
 import static dev.conduit.plugin.verbs.VerbsAbi.*;
 
@@ -95,6 +96,11 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *   <li>on request, the completions of one completion queue come late ({@link #delayCompletions}): a
  *       work request still acts at once (a write lands), but its completion reaches the queue
  *       only at {@link #completeDelayed}, as a device's comes after the peer's acknowledgement.</li>
+ *   <li>on request ({@link #holdNextPoll}), the next {@code ibv_poll_cq} of one completion queue takes its
+ *       completions and stays inside the call until {@link #releaseHeldPoll}, as a thread preempted in the
+ *       library does; a poll of a queue while another poll of it is under way is counted in
+ *       {@link #overlappingPolls()}, which a transport whose polls have one owner at a time never causes
+ *       (they share the queue's {@code ibv_wc} array and its caller's completion arrays).</li>
  * </ul>
  * Every device opened from one instance is on the same simulated fabric. Thread-safe: every call
  * that reads or changes the fabric's state holds the instance's lock, as the transport builds
@@ -154,6 +160,12 @@ final class LoopbackVerbs implements Verbs {
     /** Whether READs and atomics wait for a poll of their send queue ({@link #holdReadsUntilPolled}). */
     private boolean holdReads;
     private int mostReadsInFlight;
+    /** The completion queue whose next poll {@link #holdNextPoll} holds inside the call, or {@code null}. */
+    private Cq holdingQueue;
+    /** Opened by {@link #releaseHeldPoll}: what the held poll waits for, outside the instance's lock. */
+    private CountDownLatch pollRelease;
+    private boolean pollHeld;
+    private int overlappingPolls;
 
     /** The {@code max_rd_atomic} (initiator) and {@code max_dest_rd_atomic} (responder) a queue pair was given. */
     record Depths(int initiator, int responder) {
@@ -295,6 +307,27 @@ final class LoopbackVerbs implements Verbs {
         delayedQueue = null;
         delayed.forEach(queue::add);
         delayed.clear();
+    }
+
+    /** Makes the next {@code ibv_poll_cq} of {@code queue} take its completions and then stay inside the call until {@link #releaseHeldPoll}. */
+    synchronized void holdNextPoll(CompletionQueue queue) {
+        holdingQueue = (Cq) queue;
+        pollRelease = new CountDownLatch(1);
+    }
+
+    /** Whether a poll {@link #holdNextPoll} asked for is inside the call now. */
+    synchronized boolean pollHeld() {
+        return pollHeld;
+    }
+
+    /** Lets the held poll return what it took. */
+    synchronized void releaseHeldPoll() {
+        pollRelease.countDown();
+    }
+
+    /** Polls of a completion queue begun while another poll of the same queue was under way. */
+    synchronized int overlappingPolls() {
+        return overlappingPolls;
     }
 
     /** Polls that {@link #failPollsAfter} or {@link #throwFromNextPoll} made fail so far. */
@@ -744,32 +777,70 @@ final class LoopbackVerbs implements Verbs {
             }
         }
 
+        /** Polls of this queue under way. */
+        int polling;
+
         @Override
         public int poll(Completions into) {
+            CountDownLatch hold;
+            int n;
             synchronized (LoopbackVerbs.this) {
-                maybeFailPoll(this);
-                for (Qp qp : List.copyOf(queuePairs.values())) {
-                    if (qp.sendQueue == this) {
-                        qp.actHeld();
-                    }
+                if (polling++ > 0) {
+                    overlappingPolls++;
                 }
-                int n = 0;
-                while (n < into.capacity() && !entries.isEmpty()) {
-                    Wc wc = entries.poll();
-                    Qp requester = wc.opcode == IBV_WC_RECV ? null : queuePairs.get(wc.queuePair);
-                    if (requester != null && requester.sendQueue == this) {
-                        requester.sendsOutstanding--; // its send queue entry is free again once the completion is polled
-                    }
-                    into.requestId[n] = wc.requestId;
-                    into.status[n] = wc.status;
-                    into.opcode[n] = wc.opcode;
-                    into.vendorError[n] = 0;
-                    into.byteLength[n] = wc.byteLength;
-                    into.queuePair[n] = wc.queuePair;
-                    n++;
+                try {
+                    n = take(into);
+                } catch (RuntimeException | Error e) {
+                    polling--;
+                    throw e;
+                }
+                hold = holdingQueue == this ? pollRelease : null;
+                if (hold != null) {
+                    holdingQueue = null;
+                    pollHeld = true;
+                }
+            }
+            try {
+                if (hold != null) {
+                    hold.await();
                 }
                 return n;
+            } catch (InterruptedException e) {
+                throw new AssertionError("interrupted while the poll was held", e);
+            } finally {
+                synchronized (LoopbackVerbs.this) {
+                    polling--;
+                    if (hold != null) {
+                        pollHeld = false;
+                    }
+                }
             }
+        }
+
+        /** Takes what {@code into} holds off the queue, under the instance's lock. */
+        private int take(Completions into) {
+            maybeFailPoll(this);
+            for (Qp qp : List.copyOf(queuePairs.values())) {
+                if (qp.sendQueue == this) {
+                    qp.actHeld();
+                }
+            }
+            int n = 0;
+            while (n < into.capacity() && !entries.isEmpty()) {
+                Wc wc = entries.poll();
+                Qp requester = wc.opcode == IBV_WC_RECV ? null : queuePairs.get(wc.queuePair);
+                if (requester != null && requester.sendQueue == this) {
+                    requester.sendsOutstanding--; // its send queue entry is free again once the completion is polled
+                }
+                into.requestId[n] = wc.requestId;
+                into.status[n] = wc.status;
+                into.opcode[n] = wc.opcode;
+                into.vendorError[n] = 0;
+                into.byteLength[n] = wc.byteLength;
+                into.queuePair[n] = wc.queuePair;
+                n++;
+            }
+            return n;
         }
 
         @Override
