@@ -67,7 +67,13 @@ final class PoolRegion implements Region {
         // The pool's close freed the chunk; an export made before would still be handed out, naming memory gone.
         pool.ensureOpenToExport();
         afterCheck.run();
-        return pool.exportHandle(chunk, sizeClass == null, sizeClass == null ? 0 : sizeClass.offset(slot), segment.byteSize());
+        byte[] handle = pool.exportHandle(chunk, sizeClass == null, sizeClass == null ? 0 : sizeClass.offset(slot), segment.byteSize());
+        // A close that overtook the export freed a size class's slot (the next allocation of its size takes it) or the pool's
+        // chunks, which the chunk's export made before does not show: a handle made before that close is still one of live
+        // memory; one made after is not handed out. (A chunk of its own is judged under the pool's lock: RuntimePool#exportHandle.)
+        if ((int) FREED.getVolatile(this) != 0) throw closed();
+        pool.ensureOpenToExport();
+        return handle;
     }
 
     static IllegalStateException closed() {

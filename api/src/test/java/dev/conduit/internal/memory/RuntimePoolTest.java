@@ -347,6 +347,30 @@ class RuntimePoolTest {
         assertThat(plugin.chunksFreed).as("the close freed the chunk").hasValue(1);
     }
 
+    /**
+     * The same once the region was exported before, its chunk's export made: the close frees the
+     * chunk (or a size class's slot, handed to the next allocation of its size) whatever export the
+     * pool still holds for it. Until 2026-12-07 such an export returned that handle, naming memory
+     * the close had freed, where the first export threw.
+     */
+    @Test
+    void anExportThatARegionsCloseOvertakesSaysTheRegionIsClosedAlsoOnceTheChunkWasExported() {
+        pool();
+        PoolRegion own = (PoolRegion) pool.allocate(CHUNK * 2);
+        own.exportHandle();
+        assertThatThrownBy(() -> own.exportHandle(own::close)).isInstanceOf(IllegalStateException.class)
+                .hasMessage("region is closed: export a region before freeing it");
+        assertThat(plugin.chunksFreed).as("the close freed the chunk").hasValue(1);
+
+        PoolRegion slot = (PoolRegion) pool.allocate(64);
+        slot.exportHandle();
+        assertThatThrownBy(() -> slot.exportHandle(slot::close)).isInstanceOf(IllegalStateException.class)
+                .hasMessage("region is closed: export a region before freeing it");
+        PoolRegion first = (PoolRegion) pool.allocate(64);
+        assertThatThrownBy(() -> first.exportHandle(first::close)).as("a slot exported for the first time")
+                .isInstanceOf(IllegalStateException.class).hasMessage("region is closed: export a region before freeing it");
+    }
+
     @Test
     void aChunkIsExportedOnceForAllItsRegions() {
         pool();
