@@ -185,6 +185,11 @@ public final class IpcCache implements AutoCloseable {
      * (an {@link OutOfMemoryError} allocating the lease or the cache's node).
      */
     volatile Runnable whileCounted = () -> { };
+    /**
+     * Run by a lease's close after it read the entry it releases and before it marks itself closed:
+     * for tests of what happens meanwhile.
+     */
+    volatile Runnable whileClosingLease = () -> { };
 
     record Key(long originHigh, long originLow, long exportId) {
     }
@@ -922,15 +927,24 @@ public final class IpcCache implements AutoCloseable {
      * {@link ImportedRegion}, so that a hit allocates only this, or nothing when the caller hands a
      * closed one back to be reopened ({@link #reopen}).
      *
-     * <p>States of {@code closed}: 0 open; 1 closed; 2 being reopened by one thread, which alone may
-     * change {@code entry} and {@code region} then. Both are plain fields written before the
-     * volatile write of 0 that opens the lease again, so a thread that sees it open sees them.
+     * <p>States of {@code closed}, its low two bits: 0 open; 1 closed; 2 being reopened by one
+     * thread, which alone may change {@code entry} and {@code region} then. Both are plain fields
+     * written before the volatile write that opens the lease again, so a thread that sees it open
+     * sees them. The bits above count the reopens: a close that read the entry of one opening
+     * marks closed only that opening, never the next one on another entry. Until 2026-12-07 a
+     * close overtaken by another close and a reopen of the lease released the old entry a second
+     * time (unmapping it under the regions still open on it) and left the new one counted for good
+     * (IpcCacheTest#aCloseOvertakenByAnotherCloseAndAReopenReleasesNeitherEntryTwice).
      */
     public static final class Lease implements ImportedRegion {
         private static final VarHandle CLOSED;
         private static final int OPEN = 0;
         private static final int SHUT = 1;
         private static final int REOPENING = 2;
+        /** The state's bits of {@code closed}. */
+        private static final int STATE = 3;
+        /** One reopen, in the bits of {@code closed} above the state's (they wrap around, harmlessly). */
+        private static final int REOPENED = 4;
 
         static {
             try {
@@ -978,7 +992,7 @@ public final class IpcCache implements AutoCloseable {
 
         @Override
         public boolean isOpen() {
-            return closed == OPEN && entry.refs != DEAD;
+            return (closed & STATE) == OPEN && entry.refs != DEAD;
         }
 
         /** Says the exporting plugin and the length, and whether it is closed, for logs; never throws. */
@@ -990,7 +1004,7 @@ public final class IpcCache implements AutoCloseable {
         @Override
         public ExporterState exporterState() {
             if (!isOpen()) {
-                throw new IllegalStateException("the ImportedRegion is closed" + (closed == OPEN ? " (its Conduit closed)" : "")
+                throw new IllegalStateException("the ImportedRegion is closed" + ((closed & STATE) == OPEN ? " (its Conduit closed)" : "")
                         + ": ask exporterState() of an open one (import the handle again)");
             }
             return exporterStateEvenIfClosed();
@@ -1021,10 +1035,13 @@ public final class IpcCache implements AutoCloseable {
         /** Releases the count, once. */
         @Override
         public void close() {
-            if (closed != OPEN) return;
-            // Read before the CAS: once this lease is shut, another thread may claim it and reopen it on another entry.
+            int opening = closed;
+            if ((opening & STATE) != OPEN) return;
+            // Read before the CAS: once this lease is shut, another thread may claim it and reopen it on another entry. The
+            // CAS expects this opening's count of reopens, so that it fails once another close and a reopen came between.
             Entry counted = entry;
-            if (CLOSED.compareAndSet(this, OPEN, SHUT) && counted.refs != DEAD) cache.release(counted);
+            cache.whileClosingLease.run();
+            if (CLOSED.compareAndSet(this, opening, opening | SHUT) && counted.refs != DEAD) cache.release(counted);
         }
 
         /**
@@ -1036,8 +1053,9 @@ public final class IpcCache implements AutoCloseable {
                 throw new IllegalArgumentException("the ImportedRegion to reuse was imported through another Conduit; "
                         + "reuse only regions this Conduit's importRegion returned");
             }
-            if (!CLOSED.compareAndSet(this, SHUT, REOPENING)) {
-                throw new IllegalStateException(closed == OPEN
+            int shut = closed;
+            if ((shut & STATE) != SHUT || !CLOSED.compareAndSet(this, shut, shut - SHUT + REOPENING)) {
+                throw new IllegalStateException((closed & STATE) == OPEN
                         ? "the ImportedRegion to reuse is still open: close it first (reopening it would leave its use counted)"
                         : "the ImportedRegion to reuse is being reopened by another thread: reuse one region on one thread at a time");
             }
@@ -1047,13 +1065,13 @@ public final class IpcCache implements AutoCloseable {
         private Lease reopen(Entry counted, MemorySegment view) {
             entry = counted;
             region = view;
-            closed = OPEN;
+            closed = (closed & ~STATE) + REOPENED; // OPEN
             return this;
         }
 
         /** Gives up a claim whose import failed: closed as before, its old region unchanged. */
         public void abandonReopen() {
-            closed = SHUT;
+            closed = (closed & ~STATE) | SHUT;
         }
     }
 

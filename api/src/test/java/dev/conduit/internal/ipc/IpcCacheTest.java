@@ -711,6 +711,44 @@ class IpcCacheTest {
     }
 
     /**
+     * A close that read the region's entry, then was overtaken by another close of it and by a reopen
+     * of it onto another chunk, closes nothing: that opening was closed already. Until 2026-12-07 its
+     * CAS found the lease open again and released the old entry a second time, which unmapped the
+     * chunk under the other region still open on it (under {@code ipc.cache.bytes=0}), and the new
+     * entry stayed counted for good.
+     */
+    @Test
+    void aCloseOvertakenByAnotherCloseAndAReopenReleasesNeitherEntryTwice() {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcHandle first = new IpcHandle("inproc", 1, 2, 1, CHUNK, 0, 64, new byte[] {1});
+        IpcHandle second = new IpcHandle("inproc", 1, 2, 2, CHUNK, 0, 64, new byte[] {2});
+        try (IpcCache cache = new IpcCache(0, ENTRIES, IDLE)) {
+            IpcCache.Lease other = cache.open(first, mapper);
+            IpcCache.Lease region = cache.open(first, mapper);
+            AtomicBoolean overtaken = new AtomicBoolean();
+            cache.whileClosingLease = () -> {
+                if (!overtaken.compareAndSet(false, true)) return;
+                region.close(); // another thread's close, then its reopen of the region onto the second chunk
+                cache.open(second, mapper, cache.claimForReopen(region));
+            };
+
+            region.close();
+
+            cache.whileClosingLease = () -> { };
+            assertThat(overtaken).isTrue();
+            assertThat(other.isOpen()).as("the other region on the first chunk").isTrue();
+            assertThat(other.segment().get(ValueLayout.JAVA_BYTE, 0)).isZero();
+            assertThat(mapper.unmaps).as("neither chunk unmapped").hasValue(0);
+            assertThat(region.isOpen()).as("reopened on the second chunk").isTrue();
+            assertThat(cache.stats().entriesInUse()).isEqualTo(2);
+            region.close();
+            other.close();
+            assertThat(mapper.unmaps).as("each chunk at its last region's close, under a bound of 0").hasValue(2);
+            assertThat(cache.stats().entries()).isZero();
+        }
+    }
+
+    /**
      * A mapping beside the cache, once its last region closed and it was unmapped, is held by the
      * cache no more: a long-lived Conduit that keeps being handed contradicting handles would
      * otherwise keep every such entry (its payload, its views) until its close.
