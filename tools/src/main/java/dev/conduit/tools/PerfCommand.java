@@ -253,7 +253,9 @@ final class PerfCommand implements Callable<Integer> {
             }
         }
         if (iterations != null && duration != null) throw usage("-n and -d exclude each other: measure a number of iterations or for a duration");
-        if (iterations != null && (iterations < 1 || iterations > 1_000_000_000L)) throw usage("-n must be from 1 to 1000000000, not " + iterations);
+        if (iterations != null && (iterations < 1 || iterations > PerfParsing.MAX_ITERATIONS)) {
+            throw usage("-n must be from 1 to " + PerfParsing.MAX_ITERATIONS + ", not " + iterations);
+        }
         if (peers < 1 || peers > MAX_PEERS) throw usage("--peers must be from 1 to " + MAX_PEERS + ", not " + peers);
         if (!server) {
             if (listen != null) throw usage("--listen is for --server; a client gives --connect HOST:PORT");

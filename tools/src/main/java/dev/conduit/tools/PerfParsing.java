@@ -93,10 +93,17 @@ final class PerfParsing {
         }
     }
 
+    /** The most iterations of {@code -n}, and of {@code -w}. */
+    static final long MAX_ITERATIONS = 1_000_000_000L;
+
     static Warmup warmup(String text) {
         String t = text.trim();
-        if (t.matches("\\d{1,10}")) {
-            long n = Long.parseLong(t);
+        if (t.matches("\\d+")) {
+            // The bound of -n: a warm-up is a measurement not recorded, and a digit too many runs for hours before the first row.
+            long n = t.length() > 18 ? Long.MAX_VALUE : Long.parseLong(t);
+            if (n > MAX_ITERATIONS) {
+                throw new IllegalArgumentException("-w must be from 0 to " + MAX_ITERATIONS + " iterations or a duration, not " + t);
+            }
             return n == 0 ? Warmup.NONE : new Warmup(n, null);
         }
         try {

@@ -106,6 +106,18 @@ class PerfArgumentsTest {
         assertThat(result.err()).contains(message.trim());
     }
 
+    /**
+     * A warm-up of iterations has the bound of {@code -n}, the measurement it precedes: up to 9,999,999,999 were taken (a typo's
+     * extra digit ran for hours before the first row), and eleven digits or more were "not a warm-up".
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"1000000001", "9999999999", "10000000000", "99999999999999999999"})
+    void aWarmUpOfMoreIterationsThanTheMeasurementMayHaveIsAUsageError(String iterations) {
+        Result result = usageError("perf", "-w", iterations);
+
+        assertThat(result.err()).contains("-w must be from 0 to 1000000000 iterations or a duration, not " + iterations);
+    }
+
     @Test
     void aChartThatCouldNotBeWrittenIsAUsageErrorBeforeTheRun() {
         Result missing = usageError("perf", "am_lat", "--plot", "/nonexistent-conduit-perf/p.png");
