@@ -28,6 +28,7 @@ import java.io.EOFException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -224,10 +225,7 @@ final class MemfdImporter implements IpcImporter {
         } catch (ErrnoException e) {
             throw switch (e.errno()) {
                 case Errno.ENOENT -> !producerAlive(directory, name) ? notFoundNorItsProducer(directory, payload, path, e)
-                        : otherSocketOfProducer(directory, name).map(other -> (RuntimeException) new ConduitException("no socket "
-                                + path + ", while its producer lives and serves on " + other + ": the handle is corrupt or forged, "
-                                + "or names an earlier fd server of that producer", e))
-                        .orElseGet(() -> socketRemoved(path, e));
+                        : otherSocketOfProducer(directory, name, path, e);
                 case Errno.ELOOP -> reader.invalid("socket", path + " is reached through a symbolic link; refused ("
                         + e.getMessage() + ")");
                 case Errno.EXDEV -> reader.invalid("socket", path + " leaves the shared directory; refused (" + e.getMessage() + ")");
@@ -638,18 +636,34 @@ final class MemfdImporter implements IpcImporter {
         }
     }
 
-    /** Another socket than {@code socketName} of the same producer, in the shared directory. */
-    private static java.util.Optional<String> otherSocketOfProducer(SharedDirectory directory, String socketName) {
+    /**
+     * Why the live producer has no socket {@code socketName}: it serves on another one (the handle is not of it), or its socket
+     * was removed. A shared directory this user may search but not read (mode 1733) cannot tell: removed, as it most often is.
+     */
+    private static ConduitException otherSocketOfProducer(SharedDirectory directory, String socketName, String path, ErrnoException e) {
         String owner = socketName.substring(0, socketName.lastIndexOf('-') + 1); // <prefix>-<owner>-
-        return directory.list(owner).stream().filter(n -> n.endsWith(FdProtocol.SOCKET_SUFFIX) && !n.equals(socketName))
-                .map(n -> directory.path().resolve(n).toString()).findFirst();
+        List<String> names;
+        try {
+            names = directory.list(owner);
+        } catch (ConduitException unlisted) {
+            ConduitException removed = socketRemoved(path, "; whether the producer serves on another socket could not be looked up ("
+                    + unlisted.getMessage() + ")", e);
+            removed.addSuppressed(unlisted);
+            return removed;
+        }
+        return names.stream().filter(n -> n.endsWith(FdProtocol.SOCKET_SUFFIX) && !n.equals(socketName)).findFirst()
+                .map(other -> new ConduitException("no socket " + path + ", while its producer lives and serves on "
+                        + directory.path().resolve(other) + ": the handle is corrupt or forged, or names an earlier fd server of that "
+                        + "producer", e))
+                .orElseGet(() -> socketRemoved(path, "", e));
     }
 
-    private static ConduitException socketRemoved(String path, Throwable cause) {
+    /** {@code unsure}: what could not be told, a clause that starts with its separator, or empty. */
+    private static ConduitException socketRemoved(String path, String unsure, Throwable cause) {
         return new ConduitException("the producer's socket " + path + " was removed from the shared directory while the producer "
                 + "lives (its lease is held): something deletes files there (" + SharedDirectory.CLEANERS + "). The producer binds its "
                 + "socket again within a second, and imports work again; keep such cleaners off the shared directory (RemoveIPC=no in "
-                + "logind.conf, or a shared.dir outside /dev/shm)", cause);
+                + "logind.conf, or a shared.dir outside /dev/shm)" + unsure, cause);
     }
 
     private static ConduitException producerGone(String path, String what, Throwable cause) {

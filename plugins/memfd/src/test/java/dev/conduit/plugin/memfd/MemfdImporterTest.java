@@ -508,6 +508,27 @@ class MemfdImporterTest {
     }
 
     /**
+     * A shared directory this user may search but not read (mode 1733, as shared directories often are): whether the live
+     * producer serves on another socket cannot be looked up, and the import says the socket was removed, and why it could not
+     * look. "cannot list the shared directory" escaped instead, with a remedy (make it readable) that was not the import's
+     * problem.
+     */
+    @Test
+    void aSocketRemovedWhileTheProducerLivesIsSaidSoEvenWhereTheDirectoryCannotBeListed() throws Exception {
+        Chunk chunk = provider.allocate(SIZE);
+        byte[] payload = provider.export(chunk);
+        Path socket = shared.resolve(MemfdPayload.decode(new PayloadReader(payload)).socketName());
+        java.nio.file.Files.delete(socket);
+        IpcImporter unreadable = new MemfdImporter(FailingLibc.failing("listDirectory", Errno.EACCES), shared, 2_000_000_000L);
+
+        assertThatThrownBy(() -> map(unreadable, payload, SIZE))
+                .hasMessageStartingWith("the producer's socket " + socket + " was removed from the shared directory while the producer lives")
+                .hasMessageContaining("RemoveIPC")
+                .hasMessageContaining("whether the producer serves on another socket could not be looked up")
+                .hasMessageContaining("EACCES");
+    }
+
+    /**
      * A rebind that fails (out of descriptors at that moment) is tried again a second later: it
      * used to end the server thread, and the producer's chunks could never be imported again.
      */
