@@ -447,7 +447,17 @@ final class MemfdImporter implements IpcImporter {
             if (timeout == 0) {
                 throw timeout(path, "take the request", null);
             }
-            libc.poll(socket, POLLOUT, timeout);
+            poll(socket, POLLOUT, timeout, path, "room to send the request to");
+        }
+    }
+
+    /** {@code poll} for the fd server, failing as its socket's other calls do: naming the socket and the remedy. */
+    private void poll(FileDescriptor socket, int events, int timeout, String path, String what) {
+        try {
+            libc.poll(socket, events, timeout);
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot wait for " + what + " the producer's socket " + path + ": " + e.getMessage() + "; "
+                    + socketCallRemedy(e.errno(), "poll"), e);
         }
     }
 
@@ -491,7 +501,7 @@ final class MemfdImporter implements IpcImporter {
                     if (timeout == 0) {
                         throw timeout(path, "answer", null);
                     }
-                    libc.poll(socket, POLLIN, timeout);
+                    poll(socket, POLLIN, timeout, path, "the reply from");
                 } else if (message.bytes() == 0) {
                     // The end of stream is the cause: a transport retrying an exporter that dies recognizes it, as an errno.
                     throw received == 0

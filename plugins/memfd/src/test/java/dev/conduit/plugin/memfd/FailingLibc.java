@@ -29,6 +29,24 @@ final class FailingLibc {
         });
     }
 
+    /**
+     * The real libc, except that a call for which {@code answer} (given the method's name and arguments) gives a result returns
+     * that result without reaching the kernel, and one for which it gives an exception throws it.
+     */
+    static Libc answering(BiFunction<String, Object[], Object> answer) {
+        Libc libc = Linux.libc();
+        return (Libc) Proxy.newProxyInstance(Libc.class.getClassLoader(), new Class<?>[] {Libc.class}, (proxy, method, args) -> {
+            Object given = answer.apply(method.getName(), args);
+            if (given instanceof RuntimeException e) throw e;
+            if (given != null) return given;
+            try {
+                return method.invoke(libc, args);
+            } catch (InvocationTargetException invoked) {
+                throw invoked.getCause();
+            }
+        });
+    }
+
     /** What a call returned, as a test would have it returned, or something done after it. */
     interface After {
         Object result(String call, Object[] args, Object result) throws Exception;

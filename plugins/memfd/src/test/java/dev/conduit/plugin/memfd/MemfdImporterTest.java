@@ -1054,6 +1054,32 @@ class MemfdImporterTest {
     }
 
     /**
+     * A poll for room to send the request, or for the reply, that fails (ENOMEM: the kernel had no memory for its table) is
+     * said as a failed send or receive is, naming the socket and the remedy. The bare "poll(...): ENOMEM" escaped, naming
+     * neither. Nothing is left open.
+     */
+    @Test
+    void aPollForTheFdServerThatFailsNamesTheSocketAndTheRemedyAndLeavesNothingOpen() throws InterruptedException {
+        byte[] payload = provider.export(provider.allocate(SIZE));
+        Path socket = shared.resolve(MemfdPayload.decode(new PayloadReader(payload)).socketName());
+        long fds = Leaks.openFdsWhenQuiet();
+        for (String blocked : List.of("sendmsg", "recvmsg")) {
+            java.util.concurrent.atomic.AtomicBoolean once = new java.util.concurrent.atomic.AtomicBoolean();
+            Libc full = FailingLibc.answering((name, args) -> {
+                if (name.equals(blocked) && once.compareAndSet(false, true)) {
+                    return blocked.equals("sendmsg") ? (Object) Libc.WOULD_BLOCK : ReceivedMessage.WOULD_BLOCK;
+                }
+                return name.equals("poll") ? new ErrnoException("poll", Errno.ENOMEM, "fake", "injected by the test") : null;
+            });
+            assertThatThrownBy(() -> map(new MemfdImporter(full, shared, 2_000_000_000L), payload, SIZE)).as("waiting after %s", blocked)
+                    .isInstanceOf(ConduitException.class).isNotInstanceOf(ErrnoException.class)
+                    .hasMessageContaining(socket.toString()).hasMessageContaining("ENOMEM")
+                    .hasMessageContaining("the kernel had no memory for the socket's buffers: free memory");
+        }
+        assertThat(Leaks.openFdsSettlingAt(fds)).isEqualTo(fds);
+    }
+
+    /**
      * A datagram or seqpacket socket under a memfd socket's name is no fd server. Connecting to
      * one used to fail with the bare "connect(...): EPROTOTYPE (Protocol wrong type for socket)".
      */
