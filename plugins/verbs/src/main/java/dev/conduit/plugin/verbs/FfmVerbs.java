@@ -363,7 +363,13 @@ final class FfmVerbs implements Verbs {
                 MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
                 MemorySegment pd = (MemorySegment) allocPd.invokeExact(capture, context);
                 if (pd.equals(MemorySegment.NULL)) {
-                    throw new ErrnoException("ibv_alloc_pd", errno(capture), name, name);
+                    int errno = errno(capture);
+                    throw new ErrnoException("ibv_alloc_pd", errno, name, name, switch (errno) {
+                        case Errno.ENOMEM, Errno.EAGAIN -> "the device has no memory left for it: raise the locked-memory limit "
+                                + "(ulimit -l, LimitMEMLOCK=), or close other pools and Conduits on " + name;
+                        case Errno.EIO, Errno.ENODEV -> LOST_CONTEXT;
+                        default -> Errno.remedy(errno, "the driver of " + name + " refused it: its kernel log (dmesg) says why");
+                    });
                 }
                 return new FfmProtectionDomain(this, pd);
             } catch (Throwable t) {
@@ -525,6 +531,27 @@ final class FfmVerbs implements Verbs {
         return new FfmMemoryRegion("shim", memory, MemorySegment.NULL, lkey, rkey);
     }
 
+    /** The remedy of an errno that says the device's context is gone. */
+    private static final String LOST_CONTEXT = "the device context is lost (the device was reset or removed, or its driver "
+            + "reloaded): close what uses it (the pool, or Conduit) and open it again once the device is back (ibv_devinfo lists it)";
+
+    /**
+     * Why {@code ibv_reg_mr} failed, and what to do: only a want of memory is the locked-memory limit's, or the caller's to
+     * register {@code less}; the driver refuses a length or access flags with EINVAL.
+     */
+    private static String registrationRemedy(int errno, String less) {
+        return switch (errno) {
+            case Errno.ENOMEM, Errno.EAGAIN -> "the device could not pin the memory: raise the locked-memory limit (ulimit -l, "
+                    + "LimitMEMLOCK=) or " + less;
+            case Errno.EINVAL -> "the device refuses this length or these access flags (its max_mr_size, ibv_devinfo -v, bounds "
+                    + "the length; a flag it does not support is refused too)";
+            case Errno.EFAULT -> "the memory is not mapped readable and writable in this process: this is a bug in Conduit, "
+                    + "please report it";
+            case Errno.EIO, Errno.ENODEV -> LOST_CONTEXT;
+            default -> Errno.remedy(errno, "the device's driver refused it: its kernel log (dmesg) says why");
+        };
+    }
+
     /**
      * A protection domain. Its registrations and queue pair creations are not the data path, but a
      * worker's close can meet one on the user's thread as its queue pairs' posts (a {@code connect}
@@ -548,14 +575,15 @@ final class FfmVerbs implements Verbs {
         }
 
         @Override
-        public MemoryRegion register(MemorySegment memory, int access) {
+        public MemoryRegion register(MemorySegment memory, int access, String less) {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment capture = arena.allocate(CAPTURE_LAYOUT);
                 MemorySegment mr = (MemorySegment) regMr.invokeExact(capture, pd, memory, memory.byteSize(), access);
                 if (mr.equals(MemorySegment.NULL)) {
-                    throw new ErrnoException("ibv_reg_mr", errno(capture), device.name,
+                    int errno = errno(capture);
+                    throw new ErrnoException("ibv_reg_mr", errno, device.name,
                             device.name + " pd, " + memory.byteSize() + " bytes, access 0x" + Integer.toHexString(access),
-                            "raise the locked-memory limit (ulimit -l, LimitMEMLOCK=) or register less (verbs.receive.buffers, verbs.send.buffers)");
+                            registrationRemedy(errno, less));
                 }
                 MemorySegment struct = reinterpret(mr, IBV_MR.byteSize());
                 return new FfmMemoryRegion(device.name, memory, mr, struct.get(JAVA_INT, MR_LKEY), struct.get(JAVA_INT, MR_RKEY));

@@ -133,9 +133,11 @@ final class Inbound extends VerbsTransport.Connection {
             arena = Arena.ofShared();
             qp = pd.createQueuePair(transport.sendQueue, transport.receiveQueue, 2, transport.receiveBuffers);
             qp.toInit(domain.port(), domain.access());
+            String less = "lower " + VerbsConfig.RECEIVE_BUFFERS.name() + " or " + VerbsConfig.BUFFER_SIZE.name()
+                    + ": each accepted connection registers their product";
             receive = pd.register(VerbsTransport.allocate(arena, (long) transport.receiveBuffers * transport.bufferSize),
-                    VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
-            credit = pd.register(VerbsTransport.allocate(arena, 64), VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
+                    VerbsAbi.IBV_ACCESS_LOCAL_WRITE, less);
+            credit = pd.register(VerbsTransport.allocate(arena, 64), VerbsAbi.IBV_ACCESS_LOCAL_WRITE, less);
             Inbound in = new Inbound(transport, wireup, qp, receive, credit, request, arena, slot, generation);
             for (int i = 0; i < transport.receiveBuffers; i++) {
                 qp.postReceive(VerbsTransport.requestId(in, VerbsTransport.KIND_RECEIVE, i), receive, (long) i * transport.bufferSize,

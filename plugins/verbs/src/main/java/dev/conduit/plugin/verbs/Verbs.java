@@ -90,8 +90,11 @@ interface Verbs {
         /**
          * {@code ibv_reg_mr} of {@code memory} (native, stays valid until the region is closed)
          * with {@code access} ({@code IBV_ACCESS_*}).
+         *
+         * @param less what registering less is to the caller, the remedy beside a higher locked-memory limit when the
+         *             device could not pin the memory: fewer buffers of a transport, fewer chunks of a pool
          */
-        MemoryRegion register(MemorySegment memory, int access);
+        MemoryRegion register(MemorySegment memory, int access, String less);
 
         /** {@code ibv_create_qp}: a reliable-connected queue pair in {@code RESET}, every send signaled. */
         QueuePair createQueuePair(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendRequests, int maxReceiveRequests);

@@ -144,10 +144,12 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             // The acceptor only writes the credit word through this queue pair: no remote read or atomics, and a domain
             // that holds no chunk of a pool, or a hostile acceptor could read or change memory it learns or guesses a key of.
             qp.toInit(domain.port(), VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
+            String less = "lower " + VerbsConfig.SEND_BUFFERS.name() + " or " + VerbsConfig.BUFFER_SIZE.name()
+                    + ": each connection registers their product";
             ring = domain.outboundProtectionDomain().register(VerbsTransport.allocate(arena, (long) transport.sendBuffers * transport.bufferSize),
-                    VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
+                    VerbsAbi.IBV_ACCESS_LOCAL_WRITE, less);
             credit = domain.outboundProtectionDomain().register(VerbsTransport.allocate(arena, 64),
-                    VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
+                    VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE, less);
             InetSocketAddress listener = new InetSocketAddress(InetAddress.ofLiteral(peer.host()), peer.tcpPort());
             channel = SocketChannel.open();
             try {

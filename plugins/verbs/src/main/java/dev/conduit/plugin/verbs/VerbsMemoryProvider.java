@@ -58,6 +58,9 @@ final class VerbsMemoryProvider implements MemoryProvider {
     private static final String RETRIES = "the provider tries again at its next allocation or free and at the latest in its close, "
             + "and frees them once that succeeds";
 
+    /** What registering less is to a pool: its chunks are registered whole, each as long as it was allocated. */
+    private static final String LESS = "allocate smaller or fewer chunks (free those no longer used)";
+
     private record VerbsChunk(MemorySegment segment, Arena arena) implements Chunk {
     }
 
@@ -83,7 +86,7 @@ final class VerbsMemoryProvider implements MemoryProvider {
         Verbs.MemoryRegion mr = null;
         try {
             MemorySegment memory = arena.allocate(size, PAGE);
-            mr = domain.protectionDomain().register(memory, domain.access());
+            mr = domain.protectionDomain().register(memory, domain.access(), LESS);
             VerbsChunk chunk = new VerbsChunk(memory, arena);
             chunks.put(chunk, mr);
             return chunk;
@@ -109,7 +112,7 @@ final class VerbsMemoryProvider implements MemoryProvider {
         ensureOpen();
         Verbs.MemoryRegion mr = region(chunk);
         if (mr == null) {
-            mr = domain.protectionDomain().register(chunk.segment(), domain.access());
+            mr = domain.protectionDomain().register(chunk.segment(), domain.access(), LESS);
             chunks.put(chunk, mr);
         }
         return new WireFormat.Region(domain.context(), mr.memory().address(), mr.memory().byteSize(), mr.remoteKey()).encode();

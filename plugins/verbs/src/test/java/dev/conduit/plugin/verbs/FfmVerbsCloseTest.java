@@ -45,7 +45,7 @@ class FfmVerbsCloseTest {
         try (Arena arena = Arena.ofConfined()) {
             Verbs.Device device = FfmVerbs.load(library.toString()).open("shim0");
             Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
-            Verbs.MemoryRegion mr = pd.register(arena.allocate(4096, 4096), 0);
+            Verbs.MemoryRegion mr = pd.register(arena.allocate(4096, 4096), 0, "register less");
             Verbs.CompletionChannel channel = device.createCompletionChannel();
             Verbs.CompletionQueue cq = device.createCompletionQueue(16, channel);
             Verbs.QueuePair qp = pd.createQueuePair(cq, cq, 4, 4);
@@ -111,7 +111,7 @@ class FfmVerbsCloseTest {
         Shim calls = new Shim(hold, inFlight, destroyedUnder);
         try (Arena arena = Arena.ofConfined(); Verbs.Device device = FfmVerbs.load(library.toString()).open("shim0")) {
             Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
-            Verbs.MemoryRegion mr = pd.register(arena.allocate(4096, 4096), 0);
+            Verbs.MemoryRegion mr = pd.register(arena.allocate(4096, 4096), 0, "register less");
             Verbs.CompletionQueue cq = device.createCompletionQueue(16, null);
             Verbs.CompletionQueue polled = device.createCompletionQueue(16, null);
             calls.closeDuring("a poll of its completion queue", polled, () -> polled.poll(new Verbs.Completions(4)));
@@ -124,7 +124,7 @@ class FfmVerbsCloseTest {
             calls.closeDuring("an event taken of its completion channel", channel, channel::takeEvent);
             Verbs.ProtectionDomain registering = device.allocateProtectionDomain();
             java.lang.foreign.MemorySegment memory = Arena.ofAuto().allocate(4096, 4096); // registered on the caller's thread
-            calls.closeDuring("a registration in its protection domain", registering, () -> registering.register(memory, 0));
+            calls.closeDuring("a registration in its protection domain", registering, () -> registering.register(memory, 0, "register less"));
             Verbs.ProtectionDomain creating = device.allocateProtectionDomain();
             calls.closeDuring("a queue pair created in its protection domain", creating, () -> creating.createQueuePair(cq, cq, 4, 4));
             Verbs.CompletionQueue completing = device.createCompletionQueue(16, null);

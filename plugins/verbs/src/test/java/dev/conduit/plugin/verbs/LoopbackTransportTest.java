@@ -969,13 +969,13 @@ class LoopbackTransportTest {
         closing.add(arena::close);
         MemorySegment memory = arena.allocate(4096, 4096);
 
-        assertThatThrownBy(() -> pd.register(memory, access)).isInstanceOf(ErrnoException.class).hasMessageContaining("EINVAL")
+        assertThatThrownBy(() -> pd.register(memory, access, "register less")).isInstanceOf(ErrnoException.class).hasMessageContaining("EINVAL")
                 .hasMessageContaining("without local write");
         assertThat(verbs.isRegistered(memory)).as("the refused memory").isFalse();
 
-        Verbs.MemoryRegion readable = pd.register(memory, VerbsAbi.IBV_ACCESS_REMOTE_READ);
+        Verbs.MemoryRegion readable = pd.register(memory, VerbsAbi.IBV_ACCESS_REMOTE_READ, "register less");
         readable.close();
-        pd.register(memory, access | VerbsAbi.IBV_ACCESS_LOCAL_WRITE).close();
+        pd.register(memory, access | VerbsAbi.IBV_ACCESS_LOCAL_WRITE, "register less").close();
     }
 
     /**
@@ -1023,7 +1023,7 @@ class LoopbackTransportTest {
             Verbs.ProtectionDomain pd = device.allocateProtectionDomain();
             Verbs.CompletionQueue cq = device.createCompletionQueue(16, null);
             Verbs.QueuePair qp = pd.createQueuePair(cq, cq, 16, 1);
-            Verbs.MemoryRegion buffer = pd.register(arena.allocate(4096, 4096), VerbsAbi.IBV_ACCESS_LOCAL_WRITE);
+            Verbs.MemoryRegion buffer = pd.register(arena.allocate(4096, 4096), VerbsAbi.IBV_ACCESS_LOCAL_WRITE, "register less");
             closing.add(() -> {
                 qp.close();
                 buffer.close();
@@ -1149,7 +1149,7 @@ class LoopbackTransportTest {
         Verbs.CompletionQueue cq = device.createCompletionQueue(16, null);
         Verbs.QueuePair qp = pd.createQueuePair(cq, cq, 16, 1);
         qp.toInit(1, VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
-        Verbs.MemoryRegion buffer = pd.register(arena.allocate(8192, 4096), VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE);
+        Verbs.MemoryRegion buffer = pd.register(arena.allocate(8192, 4096), VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE, "register less");
         SocketChannel channel = SocketChannel.open(new InetSocketAddress("127.0.0.1", peer.tcpPort()));
         channel.write(ByteBuffer.wrap(new WireFormat.Wireup(WireFormat.REQUEST, peer.token(), qp.number(), 1, 0, LoopbackVerbs.GID,
                 VerbsAbi.IBV_MTU_1024, buffer.memory().address() + 4096, buffer.remoteKey(), ANNOUNCED).encode()));

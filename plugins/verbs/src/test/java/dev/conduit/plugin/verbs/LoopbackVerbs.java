@@ -577,7 +577,7 @@ final class LoopbackVerbs implements Verbs {
         }
 
         @Override
-        public MemoryRegion register(MemorySegment memory, int access) {
+        public MemoryRegion register(MemorySegment memory, int access, String less) {
             if (!memory.isNative()) {
                 throw new IllegalArgumentException("ibv_reg_mr of heap memory");
             }

@@ -10,7 +10,8 @@
  * a library that frees the object there, the call would go on in freed memory. It is not
  * libibverbs: it checks FfmVerbs' marshalling of struct ibv_async_event, the descriptor's
  * O_NONBLOCK, the acknowledgement and what a failed or concurrent close leaves, not a provider or
- * the kernel. */
+ * the kernel. While shim_fail_registrations or shim_fail_protection_domains is set, ibv_reg_mr or
+ * ibv_alloc_pd fails with that errno, as libibverbs does: NULL, errno set. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -42,6 +43,8 @@ static struct ibv_async_event last_acknowledged;
 static int hold_calls;
 static int calls_in_flight;
 static int destroyed_under_a_call;
+static int fail_registrations;
+static int fail_protection_domains;
 
 /* A data-path call: held inside while shim_hold_calls is set. */
 static void data_path_call(void) {
@@ -85,10 +88,15 @@ int ibv_close_device(struct ibv_context *c) { if (close_called()) return fail_cl
 int ibv_query_device(struct ibv_context *c, struct ibv_device_attr *attr) { return 0; }
 int ibv_query_port(struct ibv_context *c, uint8_t port, struct _compat_ibv_port_attr *attr) { return 0; }
 int ibv_query_gid(struct ibv_context *c, uint8_t port, int index, union ibv_gid *gid) { return 0; }
-struct ibv_pd *ibv_alloc_pd(struct ibv_context *c) { pd.context = c; return &pd; }
+struct ibv_pd *ibv_alloc_pd(struct ibv_context *c) {
+    if (fail_protection_domains) { errno = fail_protection_domains; return NULL; }
+    pd.context = c;
+    return &pd;
+}
 int ibv_dealloc_pd(struct ibv_pd *p) { if (close_called()) return fail_closes; destroying(); return 0; }
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *p, void *addr, size_t length, int access) {
     data_path_call();
+    if (fail_registrations) { errno = fail_registrations; return NULL; }
     mr.context = p->context;
     mr.pd = p;
     mr.addr = addr;
@@ -170,6 +178,8 @@ int shim_last_acknowledged_type(void) { return last_acknowledged.event_type; }
 void *shim_last_acknowledged_element(void) { return last_acknowledged.element.qp; }
 void *shim_qp(void) { return &qp; }
 void shim_fail_closes(int errno_code) { fail_closes = errno_code; }
+void shim_fail_registrations(int errno_code) { fail_registrations = errno_code; }
+void shim_fail_protection_domains(int errno_code) { fail_protection_domains = errno_code; }
 int shim_closes(void) { return closes; }
 void shim_hold_calls(int hold) { __atomic_store_n(&hold_calls, hold, __ATOMIC_SEQ_CST); }
 int shim_calls_in_flight(void) { return __atomic_load_n(&calls_in_flight, __ATOMIC_SEQ_CST); }
