@@ -342,7 +342,11 @@ public interface Libc {
     int send(FileDescriptor socket, MemorySegment buffer, int flags);
 
     /**
-     * {@code recv(2)}.
+     * {@code recv(2)}. For a stream socket, what Conduit uses it on. On a datagram or seqpacket
+     * socket a message longer than {@code buffer} is cut to it and the rest discarded, and
+     * {@code recv(2)} says nothing of it (its {@code MSG_TRUNC} flag means another thing on TCP, and
+     * is ignored on a stream of this family): receive such messages with {@link #recvmsg}, which
+     * refuses one cut short.
      *
      * @param flags {@link SocketFlags} {@code MSG_*}
      * @return bytes received; 0 once the peer has closed; {@link #WOULD_BLOCK}
