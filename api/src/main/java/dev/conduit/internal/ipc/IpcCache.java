@@ -181,8 +181,8 @@ public final class IpcCache implements AutoCloseable {
     volatile Runnable whileAwaitingMiss = () -> { };
     /**
      * Run by an import after it counted the entry and before it hands out the lease, and by a miss
-     * after it mapped the chunk and before it caches the entry: for tests of an {@link Error} there
-     * (an {@link OutOfMemoryError} allocating the lease or the cache's node).
+     * after it put the entry it mapped in the hit index and before the cache holds it: for tests of
+     * an {@link Error} there (an {@link OutOfMemoryError} allocating the lease or the cache's node).
      */
     volatile Runnable whileCounted = () -> { };
     /**
@@ -501,10 +501,10 @@ public final class IpcCache implements AutoCloseable {
             Entry fresh = map(key, handle, mapper);
             fresh.refs = 1;
             try {
-                whileCounted.run();
                 cache.asMap().compute(key, (k, cached) -> {
                     if (cached != null) leaving(cached); // a dead one, replaced: the reservation kept out any other
                     index.put(fresh);
+                    whileCounted.run();
                     return fresh;
                 });
             } catch (Throwable failed) {
@@ -512,9 +512,15 @@ public final class IpcCache implements AutoCloseable {
                 // even the cache's close (IpcCacheTest#aMissThatRunsOutOfMemoryAsItCachesTheEntryUnmapsWhatItMapped).
                 if (cache.asMap().get(key) == fresh) {
                     Cleanup.run(failed, () -> release(fresh));
-                } else if (REFS.compareAndSet(fresh, 1, DEAD)) {
-                    index.remove(fresh);
-                    Cleanup.run(failed, () -> unmap(fresh, "the import failed"));
+                } else {
+                    // A lock-free hit may have counted it in the index: its last release unmaps it then, as it does one evicted
+                    // while open. Marked before the count drops, so that whichever of the two brings it to 0 sees the mark
+                    // (IpcCacheTest#aMissThatRunsOutOfMemoryAsItCachesTheEntryAHitCountedLeavesItToTheHitsClose).
+                    fresh.detached = true;
+                    if (fresh.decrement() == 0 && fresh.kill()) {
+                        index.remove(fresh);
+                        Cleanup.run(failed, () -> unmap(fresh, "the import failed"));
+                    }
                 }
                 throw failed;
             }

@@ -829,6 +829,36 @@ class IpcCacheTest {
     }
 
     /**
+     * A miss whose caching of the entry fails once the entry is in the hit index, a lock-free hit
+     * having counted it there, gives back its own count: the hit's close, the last, unmaps the
+     * chunk. Until 2026-12-07 the miss, finding the count above its own, left it as it was: the
+     * chunk, in neither the cache nor its bounds, stayed mapped until the cache closed.
+     */
+    @Test
+    void aMissThatRunsOutOfMemoryAsItCachesTheEntryAHitCountedLeavesItToTheHitsClose() {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcHandle handle = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, 4096, new byte[] {3});
+        OutOfMemoryError outOfMemory = new OutOfMemoryError("Java heap space");
+        IpcCache.Lease[] hit = new IpcCache.Lease[1];
+        try (IpcCache cache = new IpcCache(1 << 30, ENTRIES, IDLE)) {
+            cache.whileCounted = () -> {
+                cache.whileCounted = () -> { };
+                hit[0] = cache.tryHit(handle.encode());
+                throw outOfMemory;
+            };
+            assertThatThrownBy(() -> cache.open(handle, mapper)).isSameAs(outOfMemory);
+            assertThat(hit[0]).as("the hit on the entry in the index").isNotNull();
+            assertThat(mapper.unmaps).as("mapped while the hit's region is open").hasValue(0);
+            hit[0].close();
+            assertThat(mapper.unmaps).as("unmapped at the close of the hit's region").hasValue(1);
+            cache.open(handle, mapper).close();
+            assertThat(cache.stats().entries()).as("the export imports and caches afresh").isEqualTo(1);
+        }
+        assertThat(mapper.maps).hasValue(2);
+        assertThat(mapper.unmaps).as("every mapping made, unmapped").hasValue(2);
+    }
+
+    /**
      * An import that fails after it counted the cached entry ({@link OutOfMemoryError} allocating
      * the lease), by a lock-free hit or by an open, gives the count back: with no room kept
      * ({@code ipc.cache.bytes=0}) the close of the only region unmaps the chunk. The count stayed,
