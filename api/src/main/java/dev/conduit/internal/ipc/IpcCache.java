@@ -348,13 +348,19 @@ public final class IpcCache implements AutoCloseable {
      * {@code null}): a hit then allocates nothing. On a miss {@code reuse} stays claimed.
      */
     public Lease tryHit(byte[] bytes, Lease reuse) {
-        if (closed || !IpcHandle.isValid(bytes)) return null;
-        Entry e = index.find(IpcHandle.originHigh(bytes), IpcHandle.originLow(bytes), IpcHandle.exportId(bytes));
-        if (e == null || e.length != IpcHandle.chunkLength(bytes)) return null;
-        int pluginEnd = IpcHandle.pluginEnd(bytes);
-        int payloadStart = IpcHandle.payloadStart(bytes);
-        if (!Arrays.equals(e.pluginBytes, 0, e.pluginBytes.length, bytes, IpcHandle.PLUGIN_NAME, pluginEnd)
-                || !Arrays.equals(e.payload, 0, e.payload.length, bytes, payloadStart, bytes.length - 4)) {
+        int at = closed ? -1 : IpcHandle.fieldsAt(bytes);
+        if (at < 0) return null;
+        // Each field read once, and the region checked again as read: another thread may write the array after its check,
+        // and a region read then, beyond the chunk, threw from the view's slice
+        // (IpcCacheConcurrencyTest#aHitOnHandleBytesAnotherThreadChangesMeanwhileStaysInsideTheChunkOrMisses).
+        long chunkLength = IpcHandle.chunkLength(bytes, at);
+        long offset = IpcHandle.regionOffset(bytes, at);
+        long length = IpcHandle.regionLength(bytes, at);
+        if (!IpcHandle.regionFits(chunkLength, offset, length)) return null;
+        Entry e = index.find(IpcHandle.originHigh(bytes, at), IpcHandle.originLow(bytes, at), IpcHandle.exportId(bytes, at));
+        if (e == null || e.length != chunkLength) return null;
+        if (!Arrays.equals(e.pluginBytes, 0, e.pluginBytes.length, bytes, IpcHandle.PLUGIN_NAME, at)
+                || !Arrays.equals(e.payload, 0, e.payload.length, bytes, IpcHandle.payloadStart(at), bytes.length - 4)) {
             return null;
         }
         if (!e.acquire()) return null;
@@ -364,7 +370,7 @@ public final class IpcCache implements AutoCloseable {
             Cleanup.run(failed, () -> release(e));
             throw failed;
         }
-        return handOut(e, true, reuse, IpcHandle.regionOffset(bytes), IpcHandle.regionLength(bytes));
+        return handOut(e, true, reuse, offset, length);
     }
 
     /**

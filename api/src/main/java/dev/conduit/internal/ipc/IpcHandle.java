@@ -121,63 +121,65 @@ public record IpcHandle(String plugin, long originHigh, long originLow, long exp
      * Whether {@code bytes} pass every check {@link #decode} makes, without allocating: the IPC
      * cache's hit path validates a handle this way and reads its fields in place. When this says
      * no, {@link #decode} says why.
+     *
+     * @return where the fields after the plugin's name start in {@code bytes}, the {@code at} of
+     *         the readers below; -1 when they are not a valid handle. Read once, so that reads at it
+     *         stay inside the array whatever another thread writes there after this check.
      */
-    static boolean isValid(byte[] bytes) {
-        if (bytes == null || bytes.length < MIN_LENGTH || bytes.length > MAX_LENGTH) return false;
-        if ((int) LE_INT.get(bytes, 0) != MAGIC || (((short) LE_SHORT.get(bytes, 4)) & 0xFFFF) != VERSION) return false;
-        if ((((short) LE_SHORT.get(bytes, 6)) & 0xFFFF) != bytes.length) return false;
+    static int fieldsAt(byte[] bytes) {
+        if (bytes == null || bytes.length < MIN_LENGTH || bytes.length > MAX_LENGTH) return -1;
+        if ((int) LE_INT.get(bytes, 0) != MAGIC || (((short) LE_SHORT.get(bytes, 4)) & 0xFFFF) != VERSION) return -1;
+        if ((((short) LE_SHORT.get(bytes, 6)) & 0xFFFF) != bytes.length) return -1;
         int nameLength = ((short) LE_SHORT.get(bytes, 8)) & 0xFFFF;
-        int origin = PLUGIN_NAME + nameLength;
-        if (nameLength < 1 || nameLength > 32 || origin + 50 + 4 > bytes.length) return false; // fixed fields, payload length, crc
-        if (bytes[PLUGIN_NAME] < 'a' || bytes[PLUGIN_NAME] > 'z') return false;
-        for (int i = PLUGIN_NAME + 1; i < origin; i++) {
+        int at = PLUGIN_NAME + nameLength;
+        if (nameLength < 1 || nameLength > 32 || at + 50 + 4 > bytes.length) return -1; // fixed fields, payload length, crc
+        if (bytes[PLUGIN_NAME] < 'a' || bytes[PLUGIN_NAME] > 'z') return -1;
+        for (int i = PLUGIN_NAME + 1; i < at; i++) {
             byte c = bytes[i];
-            if (!(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-')) return false;
+            if (!(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-')) return -1;
         }
-        if (originLow(bytes) == 0 && originHigh(bytes) == 0) return false;
-        long chunk = chunkLength(bytes);
-        long offset = regionOffset(bytes);
-        long length = (long) LE_LONG.get(bytes, origin + 40);
-        if (exportId(bytes) <= 0 || chunk <= 0 || offset < 0 || offset >= chunk || length <= 0 || length > chunk - offset) return false;
-        int payloadLength = ((short) LE_SHORT.get(bytes, origin + 48)) & 0xFFFF;
-        if (payloadLength > MAX_PAYLOAD || origin + 50 + payloadLength + 4 != bytes.length) return false;
+        if (originLow(bytes, at) == 0 && originHigh(bytes, at) == 0) return -1;
+        if (exportId(bytes, at) <= 0 || !regionFits(chunkLength(bytes, at), regionOffset(bytes, at), regionLength(bytes, at))) return -1;
+        int payloadLength = ((short) LE_SHORT.get(bytes, at + 48)) & 0xFFFF;
+        if (payloadLength > MAX_PAYLOAD || at + 50 + payloadLength + 4 != bytes.length) return -1;
         CRC32C crc = CRC.get();
         crc.reset();
         crc.update(bytes, 0, bytes.length - 4);
-        return (int) crc.getValue() == (int) LE_INT.get(bytes, bytes.length - 4);
+        return (int) crc.getValue() == (int) LE_INT.get(bytes, bytes.length - 4) ? at : -1;
     }
 
-    static int pluginEnd(byte[] valid) {
-        return PLUGIN_NAME + (((short) LE_SHORT.get(valid, 8)) & 0xFFFF);
+    /** Whether a region of {@code length} bytes at {@code offset} lies in a chunk of {@code chunkLength} bytes, and is not empty. */
+    static boolean regionFits(long chunkLength, long offset, long length) {
+        return chunkLength > 0 && offset >= 0 && offset < chunkLength && length > 0 && length <= chunkLength - offset;
     }
 
-    static long originLow(byte[] valid) {
-        return (long) LE_LONG.get(valid, pluginEnd(valid));
+    static long originLow(byte[] valid, int at) {
+        return (long) LE_LONG.get(valid, at);
     }
 
-    static long originHigh(byte[] valid) {
-        return (long) LE_LONG.get(valid, pluginEnd(valid) + 8);
+    static long originHigh(byte[] valid, int at) {
+        return (long) LE_LONG.get(valid, at + 8);
     }
 
-    static long exportId(byte[] valid) {
-        return (long) LE_LONG.get(valid, pluginEnd(valid) + 16);
+    static long exportId(byte[] valid, int at) {
+        return (long) LE_LONG.get(valid, at + 16);
     }
 
-    static long chunkLength(byte[] valid) {
-        return (long) LE_LONG.get(valid, pluginEnd(valid) + 24);
+    static long chunkLength(byte[] valid, int at) {
+        return (long) LE_LONG.get(valid, at + 24);
     }
 
-    static long regionOffset(byte[] valid) {
-        return (long) LE_LONG.get(valid, pluginEnd(valid) + 32);
+    static long regionOffset(byte[] valid, int at) {
+        return (long) LE_LONG.get(valid, at + 32);
     }
 
-    static long regionLength(byte[] valid) {
-        return (long) LE_LONG.get(valid, pluginEnd(valid) + 40);
+    static long regionLength(byte[] valid, int at) {
+        return (long) LE_LONG.get(valid, at + 40);
     }
 
     /** Where the payload's bytes start; they end 4 bytes before the end. */
-    static int payloadStart(byte[] valid) {
-        return pluginEnd(valid) + 50;
+    static int payloadStart(int at) {
+        return at + 50;
     }
 
     /** A reader of the payload whose errors name {@code payload.<field>}. */

@@ -50,6 +50,46 @@ class IpcCacheConcurrencyTest {
         }
     }
 
+    /**
+     * A lock-free hit on a handle's bytes that another thread changes meanwhile (between two valid
+     * handles of the same chunk: all of it, and its second half) hands out a view inside the chunk,
+     * or misses; never an exception. Until 2026-12-07 the hit read the region's offset and length
+     * from the array again after validating it, and a mix of the two (the second half's offset, the
+     * whole chunk's length) threw an {@code IndexOutOfBoundsException} out of the import.
+     */
+    @Test
+    void aHitOnHandleBytesAnotherThreadChangesMeanwhileStaysInsideTheChunkOrMisses() throws Exception {
+        ArenaChunkMapper mapper = new ArenaChunkMapper();
+        IpcHandle whole = new IpcHandle("inproc", 1, 2, 3, CHUNK, 0, CHUNK, new byte[] {3});
+        byte[] wholeBytes = whole.encode();
+        byte[] halfBytes = new IpcHandle("inproc", 1, 2, 3, CHUNK, CHUNK / 2, CHUNK / 2, new byte[] {3}).encode();
+        byte[] shared = wholeBytes.clone();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        try (IpcCache cache = new IpcCache(1 << 30, IpcCacheTest.ENTRIES, IpcCacheTest.IDLE)) {
+            cache.open(whole, mapper).close();
+            Thread writer = Thread.ofPlatform().start(() -> {
+                for (int i = 0; !stop.get(); i++) {
+                    System.arraycopy((i & 1) == 0 ? halfBytes : wholeBytes, 0, shared, 0, shared.length);
+                }
+            });
+            try {
+                long chunkStart = cache.tryHit(wholeBytes).segment().address();
+                for (int i = 0; i < 2_000_000; i++) {
+                    IpcCache.Lease hit = cache.tryHit(shared);
+                    if (hit == null) continue;
+                    long start = hit.segment().address() - chunkStart;
+                    assertThat(start).as("the view's offset in the chunk").isBetween(0L, CHUNK - 1);
+                    assertThat(start + hit.segment().byteSize()).as("the view's end in the chunk").isBetween(1L, CHUNK);
+                    hit.close();
+                }
+            } finally {
+                stop.set(true);
+                writer.join();
+            }
+        }
+        assertThat(mapper.maps).hasValue(1);
+    }
+
     private void round(int round, boolean closeConduit) throws Exception {
         round(round, closeConduit, "ipc.cache.bytes", Long.toString(CHUNK));
     }

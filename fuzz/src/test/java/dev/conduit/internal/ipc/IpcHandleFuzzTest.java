@@ -8,7 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * IPC handles arrive from other processes. For any bytes, {@link IpcHandle#decode} returns a handle
  * or throws {@link InvalidHandleException}; the allocation-free check of the cache's hit path
- * ({@link IpcHandle#isValid}) agrees with it; and a decoded handle encodes back to the same bytes.
+ * ({@link IpcHandle#fieldsAt}) agrees with it; and a decoded handle encodes back to the same bytes.
  */
 class IpcHandleFuzzTest {
 
@@ -19,12 +19,13 @@ class IpcHandleFuzzTest {
             handle = IpcHandle.decode(bytes);
         } catch (InvalidHandleException e) {
             assertThat(e.getMessage()).isNotBlank();
-            assertThat(IpcHandle.isValid(bytes)).as("isValid accepted what decode refused: %s", e.getMessage()).isFalse();
+            assertThat(IpcHandle.fieldsAt(bytes) >= 0).as("fieldsAt accepted what decode refused: %s", e.getMessage()).isFalse();
             return;
         }
-        assertThat(IpcHandle.isValid(bytes)).as("isValid refused what decode accepted").isTrue();
+        assertThat(IpcHandle.fieldsAt(bytes) >= 0).as("fieldsAt refused what decode accepted").isTrue();
         assertThat(handle.encode()).isEqualTo(bytes);
-        assertThat(IpcHandle.exportId(bytes)).isEqualTo(handle.exportId());
-        assertThat(IpcHandle.regionLength(bytes)).isEqualTo(handle.regionLength());
+        int at = IpcHandle.fieldsAt(bytes);
+        assertThat(IpcHandle.exportId(bytes, at)).isEqualTo(handle.exportId());
+        assertThat(IpcHandle.regionLength(bytes, at)).isEqualTo(handle.regionLength());
     }
 }

@@ -10,7 +10,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * The fields of an IPC handle, framed and sealed as its maker would: {@link IpcHandleFuzzTest}'s
  * random bytes almost never carry a matching CRC, so {@link IpcHandle#decode} refuses them on
  * {@code crc} whatever their fields say, and a field check it lost would go unseen. Sealed, the
- * fields alone decide: {@link IpcHandle#decode} and {@link IpcHandle#isValid} agree, and an accepted
+ * fields alone decide: {@link IpcHandle#decode} and {@link IpcHandle#fieldsAt} agree, and an accepted
  * handle's region lies in its chunk and encodes back to the same bytes.
  */
 class IpcHandleSealedFuzzTest {
@@ -26,10 +26,10 @@ class IpcHandleSealedFuzzTest {
             handle = IpcHandle.decode(bytes);
         } catch (InvalidHandleException e) {
             assertThat(e.field()).as("a sealed handle refused on its crc: %s", e.getMessage()).isNotEqualTo("crc");
-            assertThat(IpcHandle.isValid(bytes)).as("isValid accepted what decode refused: %s", e.getMessage()).isFalse();
+            assertThat(IpcHandle.fieldsAt(bytes) >= 0).as("fieldsAt accepted what decode refused: %s", e.getMessage()).isFalse();
             return;
         }
-        assertThat(IpcHandle.isValid(bytes)).as("isValid refused what decode accepted").isTrue();
+        assertThat(IpcHandle.fieldsAt(bytes) >= 0).as("fieldsAt refused what decode accepted").isTrue();
         assertThat(handle.regionOffset()).isNotNegative().isLessThan(handle.chunkLength());
         assertThat(handle.regionLength()).isPositive().isLessThanOrEqualTo(handle.chunkLength() - handle.regionOffset());
         assertThat(handle.encode()).isEqualTo(bytes);
