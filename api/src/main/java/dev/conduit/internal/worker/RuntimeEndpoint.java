@@ -1060,6 +1060,9 @@ final class RuntimeEndpoint implements Endpoint {
         worker.ensureOpen();
         RuntimeException refused = failedOrEnded();
         if (refused != null) throw refused;
+        // One the application closed, on an endpoint closed since: the region's remedy, peerRegion(handle) again, would
+        // meet the endpoint's close (EndpointRmaTest#aRegionClosedWithItsEndpointSaysSo).
+        if (closed && r.closedByApplication()) throw closedException();
         return r.remote();
     }
 

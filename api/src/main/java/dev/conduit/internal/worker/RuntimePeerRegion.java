@@ -42,6 +42,11 @@ final class RuntimePeerRegion implements PeerRegion {
     }
 
     /** The transport's view, for an operation; fails if closed. */
+    /** Whether the application closed it (not its endpoint's or worker's close). */
+    boolean closedByApplication() {
+        return state == CLOSED_BY_APPLICATION;
+    }
+
     RemoteRegion remote() {
         int closedBy = state;
         if (closedBy != OPEN) {

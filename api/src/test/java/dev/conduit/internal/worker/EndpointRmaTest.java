@@ -366,7 +366,12 @@ class EndpointRmaTest {
                 .hasMessageContaining("the destination segment is closed");
     }
 
-    /** A region its application never closed is said to have closed with its endpoint, and one it closed is not. */
+    /**
+     * A region its application never closed is said to have closed with its endpoint, and one it
+     * closed is not; once the endpoint is closed too, an operation on the one it closed says the
+     * endpoint is closed (connect again). Until 2026-12-07 it said to open the region again with
+     * Endpoint.peerRegion(handle), which the closed endpoint refuses.
+     */
     @Test
     void aRegionClosedWithItsEndpointSaysSo() {
         open(new LoopbackPlugin("lo", 8, false));
@@ -380,7 +385,11 @@ class EndpointRmaTest {
         assertThatThrownBy(() -> endpoint.put(longs(1), closedWithEndpoint, 0))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("its endpoint was closed (or its worker), which closes the peer regions opened on it");
-        assertThatThrownBy(() -> endpoint.put(longs(1), closedHere, 0)).hasMessageStartingWith("this PeerRegion is closed:");
+        String endpointClosed = "is closed: it takes no more calls; connect again (Worker.connect) to reach that peer";
+        assertThatThrownBy(() -> endpoint.put(longs(1), closedHere, 0)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining(endpointClosed);
+        assertThatThrownBy(() -> endpoint.peerRegion(handle)).as("what the region's remedy would meet")
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining(endpointClosed);
     }
 
     /**
