@@ -54,19 +54,21 @@ find_jdk25() {
             return 0
         fi
     done
-    local javac
-    if javac=$(command -v javac 2>/dev/null) && javac=$(readlink -f "$javac"); then
-        candidate=${javac%/bin/javac}
+    local javac on_path='there is no javac on the PATH'
+    if javac=$(command -v javac 2>/dev/null); then
+        candidate=$(readlink -f "$javac") || candidate=$javac
+        candidate=${candidate%/bin/javac}
         if is_suitable_jdk "$candidate"; then
             printf '%s\n' "$candidate"
             return 0
         fi
+        on_path="the javac on the PATH, $javac, is of $candidate ($(describe_java "$candidate"))"
     fi
     local found=unset
     if [[ -n ${JAVA_HOME:-} ]]; then
         found="'$JAVA_HOME' ($(describe_java "$JAVA_HOME"))"
     fi
-    printf '%s: no JDK %s or newer found: JAVA_HOME is %s, no /usr/lib/jvm/* holds one, and the javac on the PATH is not one. Install a JDK %s, or set JAVA_HOME to one.\n' \
-        "$who" "$CONDUIT_REQUIRED_JAVA" "$found" "$CONDUIT_REQUIRED_JAVA" >&2
+    printf '%s: no JDK %s or newer found: JAVA_HOME is %s, no /usr/lib/jvm/* holds one, and %s. Install a JDK %s, or set JAVA_HOME to one.\n' \
+        "$who" "$CONDUIT_REQUIRED_JAVA" "$found" "$on_path" "$CONDUIT_REQUIRED_JAVA" >&2
     return 1
 }

@@ -78,17 +78,61 @@ class LauncherTest {
                 + "/conduit-tools-*.jar), and mvn is not on the PATH to build it: install Maven 3.8.7 or newer");
     }
 
+    /**
+     * With no JDK 25 or newer found, the launcher says there is no javac on the PATH when there is none: it said "the javac
+     * on the PATH is not one" then too. {@code /usr/lib/jvm} is hidden under a tmpfs in a mount namespace of the launcher's
+     * own (the tests run as root), JAVA_HOME unset.
+     */
+    @Test
+    void noJdkFoundWithNoJavacOnThePathSaysThereIsNone() throws Exception {
+        Result result = launchWithUsrLibJvmHidden(bin);
+
+        assertThat(result.exitCode()).isEqualTo(1);
+        assertThat(result.stderr()).contains("conduit: no JDK 25 or newer found: JAVA_HOME is unset, no /usr/lib/jvm/* holds one, "
+                + "and there is no javac on the PATH. Install a JDK 25, or set JAVA_HOME to one.");
+    }
+
+    /** The same with an older JDK's javac on the PATH names that javac, the JDK it is of and its version. */
+    @Test
+    void noJdkFoundWithAnOlderJavacOnThePathNamesItAndItsVersion() throws Exception {
+        Path jdk = Files.createDirectories(tree.resolve("jdk-17/bin")).getParent().toRealPath();
+        Files.writeString(jdk.resolve("release"), "JAVA_VERSION=\"17.0.2\"\n");
+        for (String tool : List.of("java", "javac")) {
+            Files.writeString(jdk.resolve("bin").resolve(tool), "#!/bin/sh\nexit 1\n");
+            assertThat(jdk.resolve("bin").resolve(tool).toFile().setExecutable(true)).isTrue();
+        }
+        Files.createSymbolicLink(bin.resolve("javac"), jdk.resolve("bin/javac"));
+
+        Result result = launchWithUsrLibJvmHidden(bin);
+
+        assertThat(result.exitCode()).isEqualTo(1);
+        assertThat(result.stderr()).contains("conduit: no JDK 25 or newer found: JAVA_HOME is unset, no /usr/lib/jvm/* holds one, "
+                + "and the javac on the PATH, " + bin.resolve("javac") + ", is of " + jdk + " (Java 17). Install a JDK 25, or set "
+                + "JAVA_HOME to one.");
+    }
+
     private record Result(int exitCode, String stderr) {
     }
 
     private Result launch(String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of(tree.resolve("conduit").toString()));
         command.addAll(List.of(args));
+        return run(command, bin, System.getProperty("java.home"));
+    }
+
+    /** {@code ./conduit info} with {@code path} as its PATH, JAVA_HOME unset and an empty tmpfs over /usr/lib/jvm. */
+    private Result launchWithUsrLibJvmHidden(Path path) throws Exception {
+        return run(List.of("/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                "/usr/bin/mount -t tmpfs conduit-no-jdk /usr/lib/jvm && exec \"$@\"", "no-jdk", tree.resolve("conduit").toString(),
+                "info"), path, null);
+    }
+
+    private Result run(List<String> command, Path path, String javaHome) throws Exception {
         ProcessBuilder builder = new ProcessBuilder(command).redirectInput(new File("/dev/null"))
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD);
         builder.environment().clear();
-        builder.environment().put("PATH", bin.toString());
-        builder.environment().put("JAVA_HOME", System.getProperty("java.home"));
+        builder.environment().put("PATH", path.toString());
+        if (javaHome != null) builder.environment().put("JAVA_HOME", javaHome);
         Process process = builder.start();
         String stderr = new String(process.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(process.waitFor(60, TimeUnit.SECONDS)).as("hang guard").isTrue();
