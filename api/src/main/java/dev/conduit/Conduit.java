@@ -106,6 +106,10 @@ public interface Conduit extends AutoCloseable {
      * producer (memfd asks its descriptor server), which would pin the carrier for that long. An
      * interrupt reaches the importer there as it would on the caller, and the caller keeps it.
      *
+     * <p>The handle is read in place, not copied (a hit allocates nothing): no thread may write the
+     * array during the call. Bytes changed meanwhile never make a view outside a mapped chunk, but
+     * may make one of a region neither the old nor the new handle names.
+     *
      * @throws dev.conduit.spi.InvalidHandleException naming the field, for bytes that are not a valid handle
      * @throws dev.conduit.spi.ConduitException when the plugin is not available here, or the export is
      *         gone (the producer freed it; checked on a miss) or cannot be opened; nothing stays open
