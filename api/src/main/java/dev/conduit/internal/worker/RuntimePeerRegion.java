@@ -41,12 +41,12 @@ final class RuntimePeerRegion implements PeerRegion {
         this.size = remote.length();
     }
 
-    /** The transport's view, for an operation; fails if closed. */
     /** Whether the application closed it (not its endpoint's or worker's close). */
     boolean closedByApplication() {
         return state == CLOSED_BY_APPLICATION;
     }
 
+    /** The transport's view, for an operation; fails if closed. */
     RemoteRegion remote() {
         int closedBy = state;
         if (closedBy != OPEN) {
