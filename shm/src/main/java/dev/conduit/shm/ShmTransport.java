@@ -2053,16 +2053,26 @@ public final class ShmTransport implements Transport {
      * running both as one user would not mend.
      */
     private String refusedLease(String leaseName) {
-        Integer owner = OwnerLease.ownerOf(directory, leaseName);
-        if (owner != null && owner == user) {
+        return refusedLease(UserNamespace.current(), OwnerLease.ownerOf(directory, leaseName), user, libc.geteuid());
+    }
+
+    /**
+     * {@link #refusedLease(String)} for a lease showing {@code owner} (null: not known), to a worker
+     * of {@code user} whose process runs as {@code self}. A lease showing the worker's own uid is its
+     * own user's, unless that uid is the overflow uid of the worker's user namespace (a container run
+     * as nobody): every user the namespace does not map shows as it too, the host process's user
+     * typically, whose 0600 lease refuses this worker by its mode, not by a security module.
+     */
+    static String refusedLease(UserNamespace namespace, Integer owner, int user, int self) {
+        if (owner != null && owner == user && !namespace.mayBeUnmapped(Integer.toUnsignedLong(owner))) {
             return "its lease is this worker's own user's (uid " + Integer.toUnsignedString(user) + "), so not another user's rule but "
                     + "usually a security module's refused it (SELinux on a container's bind mount: relabel a dedicated directory with :z, "
                     + "or label=disable; AppArmor; the audit log), else its mode was changed (a lease is made 0600)";
         }
-        String leaseOwner = owner == null ? "" : "its lease belongs to uid " + Integer.toUnsignedString(owner) + ", ";
-        int self = libc.geteuid();
+        String leaseOwner = owner == null ? "" : (owner == self ? "its lease shows as uid " : "its lease belongs to uid ")
+                + Integer.toUnsignedString(owner) + ", ";
         return "the peer worker belongs to another user (" + leaseOwner + "this process runs as uid "
-                + Integer.toUnsignedString(self) + ")" + userNamespaceNote(UserNamespace.current(), owner, self)
+                + Integer.toUnsignedString(self) + ")" + userNamespaceNote(namespace, owner, self)
                 + ": a worker's lease is its owner's 0600 file, so workers connect only within one user; " + ONE_USER_REMEDY;
     }
 

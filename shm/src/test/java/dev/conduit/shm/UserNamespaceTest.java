@@ -87,6 +87,27 @@ class UserNamespaceTest {
     }
 
     /**
+     * A worker in a container run as nobody (host uid 1000 mapped to the overflow uid, 65534) connecting to a host
+     * worker of another user: the host's lease shows as 65534, the worker's own uid, and does not open (EACCES, its
+     * 0600 mode). It was called this worker's own user's lease, refused by a security module (SELinux, :z), which
+     * no relabelling mends; it is a user outside the namespace's map, whose remedy is one user.
+     */
+    @Test
+    void aRefusedLeaseShowingTheOverflowUidOfAWorkerRunAsItIsNotCalledItsOwnUsers() {
+        UserNamespace nobody = UserNamespace.of(List.of("     65534       1000          1"), 65534);
+        String refused = ShmTransport.refusedLease(nobody, 65534, 65534, 65534);
+        assertThat(refused).doesNotContain("security module").contains("the peer worker belongs to another user")
+                .contains("uid 65534 here, 1000 in the parent user namespace").contains("uid 65534 is the overflow uid")
+                .contains("run both processes as one user");
+        assertThat(ShmTransport.refusedLease(ROOTLESS, 0, 0, 0)).as("a lease of its own mapped user")
+                .contains("security module").doesNotContain("belongs to another user");
+        assertThat(ShmTransport.refusedLease(INITIAL, 65534, 65534, 65534)).as("nobody of the initial namespace is one user")
+                .contains("security module");
+        assertThat(ShmTransport.refusedLease(INITIAL, 1001, 1000, 1000)).contains("its lease belongs to uid 1001")
+                .contains("run both processes as one user");
+    }
+
+    /**
      * An item is ASCII digits, as ConfigKey.integer takes a number: Long.parseLong alone took "+1000" and the digits of
      * any script ("\u0661\u0660\u0660\u0660", "\uff11\uff10\uff10\uff10"), which conduit info then showed as set, never as the user id
      * they were read as, against the form the key names.
