@@ -242,6 +242,13 @@ public interface Libc {
     long fileSystemType(FileDescriptor fd);
 
     /**
+     * {@code fstatfs(2)} of an open file: the kind and the size of the file system that holds it,
+     * and the room left there ({@link FileSystemSpace}). Of a directory's descriptor, it measures
+     * where files created through it go, which its path may no longer name.
+     */
+    FileSystemSpace fileSystemSpace(FileDescriptor fd);
+
+    /**
      * {@code statx(2)} of an open file ({@code AT_EMPTY_PATH}) for its birth time
      * ({@code stx_btime}): when the file was made, in nanoseconds since the epoch; or
      * {@value #NO_BIRTH_TIME} when its file system does not record one ({@code STATX_BTIME}

@@ -305,6 +305,38 @@ class FileTest {
         }
     }
 
+    /**
+     * A directory's descriptor measures the file system files created through it land on: a tmpfs
+     * mounted over its path afterwards (as root, which CI is) is measured through a descriptor of
+     * the mount, not through the one held from before, which a measurement by path could not tell.
+     */
+    @Test
+    void fileSystemSpaceMeasuresTheFileSystemOfTheDescriptorNotOfWhatItsPathNamesNow() throws Exception {
+        Path held = Files.createDirectory(directory.resolve("held"));
+        try (FileDescriptor before = libc.open(held.toString(), O_PATH | O_DIRECTORY, 0)) {
+            FileSystemSpace underneath = libc.fileSystemSpace(before);
+            assertThat(underneath.totalBytes()).isEqualTo(Files.getFileStore(held).getTotalSpace());
+            run("mount", "-t", "tmpfs", "-o", "size=1m", "none", held.toString());
+            try (FileDescriptor mounted = libc.open(held.toString(), O_PATH | O_DIRECTORY, 0)) {
+                FileSystemSpace small = libc.fileSystemSpace(mounted);
+                assertThat(small).isEqualTo(new FileSystemSpace(FileSystemSpace.TMPFS_MAGIC, 1 << 20, 1 << 20));
+                assertThat(libc.fileSystemSpace(before).totalBytes()).isEqualTo(underneath.totalBytes());
+            } finally {
+                run("umount", held.toString());
+            }
+        }
+        try (FileDescriptor memfd = libc.memfdCreate("conduit-space", 0)) {
+            assertThat(libc.fileSystemSpace(memfd).type()).isEqualTo(FileSystemSpace.TMPFS_MAGIC);
+        }
+    }
+
+    /** Runs {@code command} (mount(8), umount(8)), which must succeed. */
+    private static void run(String... command) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes());
+        assertThat(process.waitFor()).as("%s: %s", String.join(" ", command), output).isZero();
+    }
+
     @Test
     void listingADescriptorThatIsNoDirectoryFailsWithEnotdir() throws IOException {
         Path file = Files.createFile(directory.resolve("file"));

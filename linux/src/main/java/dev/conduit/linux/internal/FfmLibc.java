@@ -5,6 +5,7 @@ import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.EventfdFlags;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.FileSystemSpace;
 import dev.conduit.linux.FutexResult;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
@@ -572,6 +573,15 @@ public final class FfmLibc implements Libc {
     @Override
     public long fileSystemType(FileDescriptor fd) {
         return fileSystemStatus(fd).get(JAVA_LONG, Layouts.STATFS_F_TYPE);
+    }
+
+    @Override
+    public FileSystemSpace fileSystemSpace(FileDescriptor fd) {
+        MemorySegment statfs = fileSystemStatus(fd);
+        long fragment = statfs.get(JAVA_LONG, Layouts.STATFS_F_FRSIZE);
+        return new FileSystemSpace(statfs.get(JAVA_LONG, Layouts.STATFS_F_TYPE),
+                statfs.get(JAVA_LONG, Layouts.STATFS_F_BLOCKS) * fragment,
+                statfs.get(JAVA_LONG, Layouts.STATFS_F_BAVAIL) * fragment);
     }
 
     /** {@code fstatfs(2)} into the calling thread's scratch space, valid until its next call that uses it. */

@@ -157,12 +157,18 @@ public final class Layouts {
 
     /**
      * {@code struct statfs} (120 bytes on x86-64 and aarch64 alike), with the fields Conduit reads
-     * named: the file system's type, and its block size (the huge page size on hugetlbfs).
+     * named: the file system's type, its block size (the huge page size on hugetlbfs), and its
+     * size and room in fragments of {@code f_frsize} bytes.
      */
     public static final StructLayout STATFS = MemoryLayout.structLayout(
             JAVA_LONG.withName("f_type"),
             JAVA_LONG.withName("f_bsize"),
-            MemoryLayout.paddingLayout(120 - 16)
+            JAVA_LONG.withName("f_blocks"),
+            JAVA_LONG.withName("f_bfree"),
+            JAVA_LONG.withName("f_bavail"),
+            MemoryLayout.paddingLayout(4 * 8), // f_files, f_ffree, f_fsid, f_namelen
+            JAVA_LONG.withName("f_frsize"),
+            MemoryLayout.paddingLayout(120 - 80)
     ).withName("statfs");
 
     /** Every layout above that the system calls use, for {@code AbiTest}. */
@@ -220,6 +226,9 @@ public final class Layouts {
 
     public static final long STATFS_F_TYPE = offset(STATFS, "f_type");
     public static final long STATFS_F_BSIZE = offset(STATFS, "f_bsize");
+    public static final long STATFS_F_BLOCKS = offset(STATFS, "f_blocks");
+    public static final long STATFS_F_BAVAIL = offset(STATFS, "f_bavail");
+    public static final long STATFS_F_FRSIZE = offset(STATFS, "f_frsize");
 
     public static final long STX_MASK = offset(STATX, "stx_mask");
     public static final long STX_BTIME_SEC = offset(STATX, "stx_btime") + offset(STATX_TIMESTAMP, "tv_sec");

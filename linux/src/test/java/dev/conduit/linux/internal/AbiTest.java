@@ -3,6 +3,7 @@ package dev.conduit.linux.internal;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.EventfdFlags;
 import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.FileSystemSpace;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
 import dev.conduit.linux.MemfdFlags;
@@ -105,7 +106,7 @@ class AbiTest {
         List<String> mismatches = new ArrayList<>();
         int checked = 0;
         for (Class<?> holder : List.of(OpenFlags.class, Seals.class, MemfdFlags.class, MmapFlags.class,
-                LockFlags.class, SocketFlags.class, PollEvents.class, EventfdFlags.class, FileStatus.class, Abi.class)) {
+                LockFlags.class, SocketFlags.class, PollEvents.class, EventfdFlags.class, FileStatus.class, FileSystemSpace.class, Abi.class)) {
             for (Field field : holder.getDeclaredFields()) {
                 int modifiers = field.getModifiers();
                 boolean constant = Modifier.isPublic(modifiers) && Modifier.isStatic(modifiers) && Modifier.isFinal(modifiers)

@@ -46,7 +46,8 @@ int main(void) {
     FIELD(stat, st_blksize); FIELD(stat, st_blocks); FIELD(stat, st_mtim);
     STRUCT(statx_timestamp); FIELD(statx_timestamp, tv_sec); FIELD(statx_timestamp, tv_nsec);
     STRUCT(statx); FIELD(statx, stx_mask); FIELD(statx, stx_btime);
-    STRUCT(statfs); FIELD(statfs, f_type); FIELD(statfs, f_bsize);
+    STRUCT(statfs); FIELD(statfs, f_type); FIELD(statfs, f_bsize); FIELD(statfs, f_blocks);
+    FIELD(statfs, f_bfree); FIELD(statfs, f_bavail); FIELD(statfs, f_frsize);
 
     /* The control-message macros, for 0 to 4 descriptors. */
     unsigned char control[CMSG_SPACE(4 * sizeof(int))];
@@ -88,7 +89,7 @@ int main(void) {
     CONST(S_IFCHR); CONST(S_IFIFO);
 
     /* Internal constants (dev.conduit.linux.internal.Abi). */
-    CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(SYS_getdents64); CONST(SYS_statx); CONST(STATX_BTIME); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE); CONST(HUGETLBFS_MAGIC);
+    CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(SYS_getdents64); CONST(SYS_statx); CONST(STATX_BTIME); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE); CONST(HUGETLBFS_MAGIC); CONST(TMPFS_MAGIC); CONST(RAMFS_MAGIC);
     CONST(F_GETFL); CONST(F_SETFL); CONST(F_ADD_SEALS); CONST(F_GET_SEALS); CONST(MAP_FAILED);
     return 0;
 }

@@ -4,6 +4,7 @@ import dev.conduit.linux.PageSize;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.FileDescriptor;
 import dev.conduit.linux.FileStatus;
+import dev.conduit.linux.FileSystemSpace;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.CgroupMemory;
@@ -102,8 +103,9 @@ final class PosixMemoryProvider implements MemoryProvider {
     private final String directoryKeys;
     private final OwnerLease lease;
     /** File systems whose pages the memory cgroup charges: tmpfs and ramfs, not hugetlbfs (its huge pages are not). */
-    private static final java.util.Set<String> CHARGED_TO_THE_MEMORY_CGROUP = java.util.Set.of("tmpfs", "ramfs");
-    /** For the free-space check; {@code null} if the JDK cannot tell the file system of the directory. */
+    private static final java.util.Set<Long> CHARGED_TO_THE_MEMORY_CGROUP = java.util.Set.of(FileSystemSpace.TMPFS_MAGIC,
+            FileSystemSpace.RAMFS_MAGIC);
+    /** Whether chunks are huge pages, and of what size; {@code null} if the JDK cannot tell the file system of the directory. */
     private final FileStore store;
     private final long pageSize;
     /** {@code conduit-posix-<owner>-}: the start of this provider's file names, which tells its chunks from others'. */
@@ -281,15 +283,17 @@ final class PosixMemoryProvider implements MemoryProvider {
     }
 
     private void checkFreeSpace(long size) {
-        if (store == null || hugePages()) return; // huge pages: fallocate takes them or says ENOSPC
-        long free;
-        long total;
+        if (hugePages()) return; // huge pages: fallocate takes them or says ENOSPC
+        // Of the descriptor chunks are created through, not of the path: a file system mounted over the path since, or the
+        // directory moved, would have the check measure another file system than the one the chunk lands on.
+        FileSystemSpace space;
         try {
-            free = store.getUsableSpace();
-            total = store.getTotalSpace();
-        } catch (IOException e) {
+            space = libc.fileSystemSpace(directory.fd());
+        } catch (ErrnoException e) {
             return; // the file system cannot say; mmap and ftruncate will report what they can
         }
+        long free = space.availableBytes();
+        long total = space.totalBytes();
         // Only the memory cgroup below bounds a file system without a size limit.
         if (!hasNoSizeLimit(total) && free < size) {
             // The size tells a small /dev/shm from a large one that others filled, and so which remedy fits; the keys are the
@@ -299,7 +303,7 @@ final class PosixMemoryProvider implements MemoryProvider {
                     + "started with e.g. docker run --shm-size=1g), lower what Conduit keeps there (pool.chunk.size, posix.queue.size, "
                     + "posix.bounce.size), or set " + directoryKeys + " to a larger directory. " + FREED_BUT_MAPPED);
         }
-        if (CHARGED_TO_THE_MEMORY_CGROUP.contains(store.type())) {
+        if (CHARGED_TO_THE_MEMORY_CGROUP.contains(space.type())) {
             CgroupMemory.check(size, "a posix chunk in " + directory.path() + " (a file system in memory)", "smaller regions; "
                     + "pool.chunk.size, posix.queue.size and posix.bounce.size size what Conduit allocates itself; or set "
                     + directoryKeys + " to a directory on disk");

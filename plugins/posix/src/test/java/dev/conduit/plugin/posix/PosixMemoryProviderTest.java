@@ -374,6 +374,36 @@ class PosixMemoryProviderTest {
     }
 
     /**
+     * The free-space check measures the file system chunks land on: the one of the directory's
+     * descriptor, held since the provider opened. Until 2026-12-07 it measured the directory's
+     * path, so once another file system was mounted over it, a chunk there was room for was
+     * refused, and one there was no room for was refused naming the wrong file system's size (or,
+     * had the file system mounted over it been larger, admitted, for a SIGBUS on a touch).
+     */
+    @Test
+    void theFreeSpaceCheckMeasuresTheFileSystemChunksLandOnNotWhatWasMountedOverItsPathSince(@TempDir Path mount) throws Exception {
+        Mounts.mount("tmpfs", "size=1m", mount);
+        try {
+            try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(mount))) {
+                Mounts.mount("tmpfs", "size=64k", mount);
+                try {
+                    Chunk chunk = provider.allocate(512 << 10);
+                    chunk.segment().fill((byte) 1);
+                    provider.free(chunk);
+                    assertThatThrownBy(() -> provider.allocate(2 << 20))
+                            .isInstanceOf(ConduitException.class)
+                            .hasMessageContaining("not enough space for a chunk of " + (2 << 20) + " bytes in " + mount
+                                    + " (a file system of " + (1 << 20) + " bytes)");
+                } finally {
+                    Mounts.unmount(mount);
+                }
+            }
+        } finally {
+            Mounts.unmount(mount);
+        }
+    }
+
+    /**
      * A memory file system without a size limit reports no space at all ({@code statfs}: 0 blocks,
      * 0 available): ramfs always, a tmpfs mounted with {@code size=0}. A chunk there is taken, as
      * on a tmpfs with room, not refused for want of space the file system does not count. Until
