@@ -31,8 +31,9 @@ import java.util.Set;
  * mount (a container's {@code -v DIR:DIR:ro}: the create fails with {@code EROFS}) is enough to
  * import, which only opens chunk files, and maps them read-only there (PosixImporter): the plugin
  * is then available for imports only, and rules every other capability out here
- * ({@link Availability#without}), saying why. Any other refusal to create (the user's permissions,
- * a full file system) leaves it unavailable: chunk files are {@code 0600}, so a user who may not
+ * ({@link Availability#without}), saying why. So does a file system with no room for a file
+ * ({@code ENOSPC}: no inode or byte left; {@code EDQUOT}): an import makes no file. Any other
+ * refusal to create (the user's permissions) leaves it unavailable: chunk files are {@code 0600}, so a user who may not
  * create files there can rarely open its producer's, and the importer does not map them read-only
  * then. ({@code EROFS} also means the directory could be searched: the name's lookup came first.)
  *
@@ -87,17 +88,24 @@ final class DirectoryProbe {
         }
         try (directory) {
             String name = OwnerLease.newProbeName(PosixMemoryProvider.FILE_PREFIX);
-            String readOnlyMount = null;
+            String importsOnly = null; // why only imports work here; null where everything does
             try {
                 directory.createExclusive(name).close();
             } catch (ErrnoException e) {
-                if (!"EROFS".equals(e.errnoName())) {
+                importsOnly = switch (e.errnoName()) {
+                    case "EROFS" -> readOnlyMount(e, directory.path(), config.directoryKeys());
+                    // No inode or byte left for a file, or this user's quota of them: an import opens files, makes none.
+                    case "ENOSPC", "EDQUOT" -> noRoomForAFile(e, directory);
+                    default -> null;
+                };
+                if (importsOnly == null) {
                     return Availability.unavailable("cannot create files in " + directory.path() + ": " + e.getMessage() + "; "
                             + directory.creationRemedy(e), details);
                 }
-                readOnlyMount = readOnlyMount(e, directory.path(), config.directoryKeys());
+                // A read-only mount's free bytes are no one's to fill; a full file system's say how full it is.
+                if (!"EROFS".equals(e.errnoName())) details.put("free bytes", freeBytes(path));
             }
-            if (readOnlyMount == null) {
+            if (importsOnly == null) {
                 try {
                     directory.unlink(name);
                 } catch (ErrnoException e) {
@@ -113,8 +121,8 @@ final class DirectoryProbe {
             if (hugetlbfs) details.put("hugepages", HugePages.read(Meminfo.PATH).describe());
             OwnerLease.countOwners(libc, directory, PosixMemoryProvider.FILE_PREFIX, details);
             Availability available = Availability.available(details);
-            if (readOnlyMount != null) {
-                for (Capability c : NEED_A_WRITABLE_DIRECTORY) available = available.without(c, readOnlyMount);
+            if (importsOnly != null) {
+                for (Capability c : NEED_A_WRITABLE_DIRECTORY) available = available.without(c, importsOnly);
             } else if (hugetlbfs) {
                 String why = hugetlbfsTransport(directory.path(), config.directoryKeys());
                 for (Capability c : TRANSPORT) available = available.without(c, why);
@@ -172,6 +180,16 @@ final class DirectoryProbe {
                 + "container, -v DIR:DIR without :ro), or set " + directoryKeys + " to a writable directory, for pools and workers "
                 + "over posix, whose chunk files and leases live there; posix imports, which only open chunk files, work here and "
                 + "map them read-only";
+    }
+
+    /**
+     * Why pools and workers cannot be made in {@code directory}, whose file system has no room for a file ({@code e}:
+     * {@code ENOSPC}, of inodes or of bytes; {@code EDQUOT}, this user's quota of them), and the remedy.
+     */
+    private static String noRoomForAFile(ErrnoException e, SharedDirectory directory) {
+        return "the chunk directory " + directory.path() + " has no room for a file (" + e.getMessage() + "): "
+                + directory.creationRemedy(e) + ", for pools and workers over posix, whose chunk files and leases live there; "
+                + "posix imports, which only open chunk files, work here";
     }
 
     /** File systems that keep files in memory only: a chunk there costs no disk writes. */

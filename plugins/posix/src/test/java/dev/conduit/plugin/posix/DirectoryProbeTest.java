@@ -174,6 +174,52 @@ class DirectoryProbeTest {
     }
 
     /**
+     * A directory whose file system has no inode (or byte) left for a file ({@code ENOSPC}) takes no
+     * pool or worker, but takes imports, which only open chunk files there: a consumer that only
+     * imports works on. Until 2026-12-07 the probe made posix unavailable there, imports too.
+     */
+    @Test
+    void isAvailableForImportsOnlyWhereTheFileSystemHasNoRoomForAFile(@TempDir Path mount) throws Exception {
+        Mounts.mount("tmpfs", "nr_inodes=16", mount);
+        try (MemoryProvider provider = plugin.openMemoryProvider(TestContext.of(mount))) {
+            dev.conduit.spi.Chunk chunk = provider.allocate(provider.pageSize());
+            chunk.segment().set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, 4711L);
+            byte[] payload = provider.export(chunk);
+            fillTheInodes(mount);
+
+            Availability availability = plugin.probe(TestContext.of(mount));
+            assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+            assertThat(availability.unsupportedHere()).containsOnlyKeys(dev.conduit.spi.Capability.MEMORY,
+                    dev.conduit.spi.Capability.AM, dev.conduit.spi.Capability.RMA, dev.conduit.spi.Capability.ATOMICS,
+                    dev.conduit.spi.Capability.WAKEUP);
+            assertThat(availability.unsupportedHere().get(dev.conduit.spi.Capability.MEMORY))
+                    .contains("the chunk directory " + mount + " has no room for a file (").contains("ENOSPC")
+                    .contains("df -h, df -i").contains("shared.dir (CONDUIT_SHARED_DIR)")
+                    .contains("posix imports, which only open chunk files, work here");
+            assertThat(availability.details()).containsKey("free bytes");
+            try (dev.conduit.spi.ChunkMapping mapping = plugin.ipcImporter(TestContext.of(mount))
+                    .map(new dev.conduit.spi.PayloadReader(payload), provider.pageSize())) {
+                assertThat(mapping.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG, 0)).isEqualTo(4711L);
+            }
+            provider.free(chunk);
+        } finally {
+            Mounts.unmount(mount);
+        }
+    }
+
+    /** Creates files in {@code directory} until its file system has no inode left for another. */
+    private static void fillTheInodes(Path directory) throws IOException {
+        for (int i = 0; ; i++) {
+            try {
+                Files.createFile(directory.resolve("filler-" + i));
+            } catch (IOException e) {
+                assertThat(e.getMessage()).as("the file system is full").contains("No space left on device");
+                return;
+            }
+        }
+    }
+
+    /**
      * A container's {@code -v DIR:DIR:ro}: imports only, which map chunk files read-only, and the
      * probe names the read-only mount, not the user's permissions. It used to be unavailable.
      */
