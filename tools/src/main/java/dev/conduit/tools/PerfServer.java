@@ -359,13 +359,13 @@ final class PerfServer {
                 if (begin != null) begin();
                 if (endSeq >= 0) end();
                 if (bye && clientGaveUp != null) {
-                    err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases, on the client's "
+                    err.println("conduit perf server: the session with " + clientName + " failed " + afterPhases() + ", on the client's "
                             + "side: " + SharedFiles.shown(clientGaveUp));
                     return ConduitCommand.EXIT_FAILED;
                 }
                 if (bye) {
-                    err.println("conduit perf server: session with " + clientName + " ended after " + phases
-                            + " phases (each size of each test, and the warm-up of every size before a test's first)");
+                    err.println("conduit perf server: session with " + clientName + " ended " + afterPhases()
+                            + " (each size of each test, and the warm-up of every size before a test's first)");
                     return ConduitCommand.EXIT_OK;
                 }
                 if (clientFailure != null) return clientFailed(clientFailure);
@@ -387,7 +387,7 @@ final class PerfServer {
             }
         } catch (PerfProtocol.Malformed e) {
             // The client's doing, not this server's: a --keep server serves the next client.
-            err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases: the client "
+            err.println("conduit perf server: the session with " + clientName + " failed " + afterPhases() + ": the client "
                     + "broke the protocol: " + e.getMessage());
             tellTheClient("this server ended the session: " + e.getMessage());
             return ConduitCommand.EXIT_FAILED;
@@ -398,14 +398,14 @@ final class PerfServer {
         } catch (ConduitException e) {
             // A transport's own failure, whose message names the cause and the remedy: a message larger than inline.max
             // whose bounce ring cannot be made (a full shared directory), a put into mapped memory truncated under it.
-            err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases, on this "
+            err.println("conduit perf server: the session with " + clientName + " failed " + afterPhases() + ", on this "
                     + "server's side: " + e.getMessage());
             tellTheClient(e.getMessage());
             return ConduitCommand.EXIT_FAILED;
         } catch (RuntimeException e) {
             // Only a bug gets here (of this server, or of a client that breaks the protocol its version checked): the trace
             // is what a report needs.
-            err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases on a bug of "
+            err.println("conduit perf server: the session with " + clientName + " failed " + afterPhases() + " on a bug of "
                     + "conduit perf (report it with the stack trace below): " + e);
             e.printStackTrace(err);
             tellTheClient("a bug of conduit perf, whose stack trace the server printed (report it with that): " + e);
@@ -413,6 +413,11 @@ final class PerfServer {
         } finally {
             endSession();
         }
+    }
+
+    /** "after 1 phase", "after 3 phases": how far the session came, for its last line. */
+    private String afterPhases() {
+        return "after " + phases + (phases == 1 ? " phase" : " phases");
     }
 
     /**
@@ -432,7 +437,7 @@ final class PerfServer {
      * session, as the other ends of one say it, for a {@code --keep} server's clients follow one another. The exit code.
      */
     private int clientFailed(PeerFailedException e) {
-        err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases: the client "
+        err.println("conduit perf server: the session with " + clientName + " failed " + afterPhases() + ": the client "
                 + "failed: " + e.getMessage());
         return ConduitCommand.EXIT_FAILED;
     }
@@ -441,7 +446,7 @@ final class PerfServer {
     private int clientSilent() {
         String why = "the client sent nothing for " + ConfigKey.durationText(options.timeout()) + " after "
                 + (phases == 0 ? "its WELCOME" : "this server's answer to its last phase") + ", where it owes BEGIN or BYE (this server's --timeout)";
-        err.println("conduit perf server: the session with " + clientName + " failed after " + phases + " phases: " + why);
+        err.println("conduit perf server: the session with " + clientName + " failed " + afterPhases() + ": " + why);
         tellTheClient("this server ended the session: " + why);
         return ConduitCommand.EXIT_FAILED;
     }

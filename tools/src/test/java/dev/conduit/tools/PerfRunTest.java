@@ -640,7 +640,7 @@ class PerfRunTest {
 
             assertThat(run.exit()).as(run.output()).isZero();
             assertThat(run.output()).contains("conduit perf server: the session with pid ")
-                    .contains(" failed after 1 phases, on this server's side: posix: cannot create this connection's bounce ring")
+                    .contains(" failed after 1 phase, on this server's side: posix: cannot create this connection's bounce ring")
                     .contains("not enough space for a chunk of ").contains(" bytes in " + mountPoint + " (a file system of " + 32 * 1024 * 1024 + " bytes): ")
                     .contains("SERVER-EXIT " + ConduitCommand.EXIT_FAILED).doesNotContain("Exception");
             assertThat(run.output()).as("the client's line").contains("conduit: the perf server failed during am_lat 16k, on its side: posix: "
@@ -859,7 +859,7 @@ class PerfRunTest {
                 try (var left = Files.list(server.shared())) {
                     assertThat(left.toList()).as(said).isEmpty();
                 }
-                assertThat(said).contains("failed after 1 phases, on the client's side: stopped by a signal during am_lat 8");
+                assertThat(said).contains("failed after 1 phase, on the client's side: stopped by a signal during am_lat 8");
             } finally {
                 client.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             }
@@ -933,7 +933,7 @@ class PerfRunTest {
 
                 String failed = server.await(Pattern.compile("conduit perf server: .*fail.*"));
                 assertThat(failed).startsWith("conduit perf server: the session with pid " + client.pid() + " on " + PerfCommand.hostName()
-                        + " failed after 1 phases: the client failed: ").contains("posix: peer worker died");
+                        + " failed after 1 phase: the client failed: ").contains("posix: peer worker died");
             } finally {
                 client.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             }

@@ -233,7 +233,7 @@ class PerfServerTest {
             }
         }).hasMessage("the table could not be printed"));
 
-        assertThat(server.err()).contains("failed after 1 phases, on the client's side: the table could not be printed")
+        assertThat(server.err()).contains("failed after 1 phase, on the client's side: the table could not be printed")
                 .doesNotContain("ended after");
         assertThat(server.exit()).isEqualTo(ConduitCommand.EXIT_FAILED);
     }
@@ -306,7 +306,7 @@ class PerfServerTest {
                 previous.ping(new byte[8]);
                 previous.end(previousSeq);
                 previous.bye();
-                previous.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the first session");
+                previous.progressUntil(() -> serverErr.toString().contains("ended after 1 phase"), "the end of the first session");
                 // Handed to the server's one receive queue before the next client's HELLO, so read before it.
                 if (!afterTheNextHello) sendLate(previous, late);
 
@@ -320,8 +320,8 @@ class PerfServerTest {
                             .isNotNegative();
                     assertThat(next.endeds).as("ENDED messages to the next client, which ended one phase").isEqualTo(1);
                     next.bye();
-                    next.progressUntil(() -> serverErr.toString().indexOf("ended after 1 phases") != serverErr.toString()
-                            .lastIndexOf("ended after 1 phases"), "the end of the next session");
+                    next.progressUntil(() -> serverErr.toString().indexOf("ended after 1 phase") != serverErr.toString()
+                            .lastIndexOf("ended after 1 phase"), "the end of the next session");
                 }
             }
             assertThat(serverErr.toString()).as(serverSaid.get()).doesNotContain("failed");
@@ -670,7 +670,7 @@ class PerfServerTest {
                 // Each HELLO refused or said dropped before the session ends: one left waiting would be the next session's client.
                 flooding.progressUntil(() -> busy.get() + dropped(serverErr) == flood, "every HELLO refused or dropped");
                 served.bye();
-                served.progressUntil(() -> serverErr.toString().contains("ended after 1 phases"), "the end of the session");
+                served.progressUntil(() -> serverErr.toString().contains("ended after 1 phase"), "the end of the session");
                 assertThat(busy.get()).as("the clients told the server is busy").isBetween(PerfServer.MAX_WAITING_HELLOS, flood - 1);
                 assertThat(serverErr.toString()).contains("while " + PerfServer.MAX_WAITING_HELLOS + " clients already waited")
                         .contains("(at most " + PerfServer.MAX_WAITING_HELLOS + " wait;");
@@ -723,10 +723,10 @@ class PerfServerTest {
                 int seq = quietAfterAPhase.begin(PerfTest.AM_LAT, 8);
                 assertThat(quietAfterAPhase.ping(new byte[] {8, 7, 6, 5, 4, 3, 2, 1})).containsExactly(8, 7, 6, 5, 4, 3, 2, 1);
                 quietAfterAPhase.end(seq);
-                quietAfterAPhase.progressUntil(() -> serverErr.toString().contains("failed after 1 phases"), "the end of the second silent session");
+                quietAfterAPhase.progressUntil(() -> serverErr.toString().contains("failed after 1 phase"), "the end of the second silent session");
             }
             assertThat(serverErr.toString()).contains("failed after 0 phases: the client sent nothing for 2s after its WELCOME, where it "
-                    + "owes BEGIN or BYE (this server's --timeout)").contains("failed after 1 phases: the client sent nothing for 2s after "
+                    + "owes BEGIN or BYE (this server's --timeout)").contains("failed after 1 phase: the client sent nothing for 2s after "
                     + "this server's answer to its last phase, where it owes BEGIN or BYE (this server's --timeout)");
             serveTheNextClient(clientConduit, bootstrap, serverErr, serverSaid);
         });
@@ -759,7 +759,7 @@ class PerfServerTest {
             } finally {
                 idle.forEach(Worker::close);
             }
-            assertThat(serverErr.toString()).contains("session with pid " + ProcessHandle.current().pid()).contains("ended after 1 phases");
+            assertThat(serverErr.toString()).contains("session with pid " + ProcessHandle.current().pid()).contains("ended after 1 phase");
         });
     }
 
