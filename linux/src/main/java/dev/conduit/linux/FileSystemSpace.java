@@ -8,16 +8,11 @@ package dev.conduit.linux;
  * created through that descriptor land on, even after another file system was mounted over the
  * path or the directory was moved.
  *
- * @param type           the kind of file system ({@code f_type}), such as {@link Libc#HUGETLBFS_MAGIC}
+ * @param type           the kind of file system ({@code f_type}), such as {@link Libc#HUGETLBFS_MAGIC} or {@link Libc#TMPFS_MAGIC}
  * @param totalBytes     its size ({@code f_blocks} fragments of {@code f_frsize} bytes); 0 for one with
  *                       no size limit (ramfs, a tmpfs mounted {@code size=0}) or none of its own
  *                       (a hugetlbfs mounted without {@code size=})
  * @param availableBytes what an unprivileged user may still fill there ({@code f_bavail} fragments)
  */
 public record FileSystemSpace(long type, long totalBytes, long availableBytes) {
-
-    /** {@code f_type} of tmpfs (and of a memfd's file system). */
-    public static final long TMPFS_MAGIC = 0x01021994L;
-    /** {@code f_type} of ramfs. */
-    public static final long RAMFS_MAGIC = 0x858458f6L;
 }

@@ -234,6 +234,12 @@ public interface Libc {
     /** {@code f_type} of {@code statfs(2)} for hugetlbfs: {@link #fileSystemType} of a file of huge pages, a {@code MFD_HUGETLB} memfd among them. */
     long HUGETLBFS_MAGIC = 0x958458f6L;
 
+    /** {@code f_type} of {@code statfs(2)} for tmpfs (and a memfd's file system), as {@link FileSystemSpace#type}. */
+    long TMPFS_MAGIC = 0x01021994L;
+
+    /** {@code f_type} of {@code statfs(2)} for ramfs, as {@link FileSystemSpace#type}. */
+    long RAMFS_MAGIC = 0x858458f6L;
+
     /**
      * {@code fstatfs(2)}'s {@code f_type}: the kind of file system that holds an open file, such as
      * {@link #HUGETLBFS_MAGIC}. Tells what {@code fstat} cannot: a memfd of huge pages from one of

@@ -319,14 +319,14 @@ class FileTest {
             run("mount", "-t", "tmpfs", "-o", "size=1m", "none", held.toString());
             try (FileDescriptor mounted = libc.open(held.toString(), O_PATH | O_DIRECTORY, 0)) {
                 FileSystemSpace small = libc.fileSystemSpace(mounted);
-                assertThat(small).isEqualTo(new FileSystemSpace(FileSystemSpace.TMPFS_MAGIC, 1 << 20, 1 << 20));
+                assertThat(small).isEqualTo(new FileSystemSpace(Libc.TMPFS_MAGIC, 1 << 20, 1 << 20));
                 assertThat(libc.fileSystemSpace(before).totalBytes()).isEqualTo(underneath.totalBytes());
             } finally {
                 run("umount", held.toString());
             }
         }
         try (FileDescriptor memfd = libc.memfdCreate("conduit-space", 0)) {
-            assertThat(libc.fileSystemSpace(memfd).type()).isEqualTo(FileSystemSpace.TMPFS_MAGIC);
+            assertThat(libc.fileSystemSpace(memfd).type()).isEqualTo(Libc.TMPFS_MAGIC);
         }
     }
 

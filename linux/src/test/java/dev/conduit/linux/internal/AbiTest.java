@@ -3,7 +3,6 @@ package dev.conduit.linux.internal;
 import dev.conduit.linux.Errno;
 import dev.conduit.linux.EventfdFlags;
 import dev.conduit.linux.FileStatus;
-import dev.conduit.linux.FileSystemSpace;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.LockFlags;
 import dev.conduit.linux.MemfdFlags;
@@ -106,7 +105,7 @@ class AbiTest {
         List<String> mismatches = new ArrayList<>();
         int checked = 0;
         for (Class<?> holder : List.of(OpenFlags.class, Seals.class, MemfdFlags.class, MmapFlags.class,
-                LockFlags.class, SocketFlags.class, PollEvents.class, EventfdFlags.class, FileStatus.class, FileSystemSpace.class, Abi.class)) {
+                LockFlags.class, SocketFlags.class, PollEvents.class, EventfdFlags.class, FileStatus.class, Abi.class)) {
             for (Field field : holder.getDeclaredFields()) {
                 int modifiers = field.getModifiers();
                 boolean constant = Modifier.isPublic(modifiers) && Modifier.isStatic(modifiers) && Modifier.isFinal(modifiers)
@@ -117,6 +116,8 @@ class AbiTest {
             }
         }
         checked += compare(mismatches, "const.HUGETLBFS_MAGIC", Libc.HUGETLBFS_MAGIC);
+        checked += compare(mismatches, "const.TMPFS_MAGIC", Libc.TMPFS_MAGIC);
+        checked += compare(mismatches, "const.RAMFS_MAGIC", Libc.RAMFS_MAGIC);
         assertThat(mismatches).as("Java constant vs C header").isEmpty();
         assertThat(checked).as("constants compared").isGreaterThan(80);
     }

@@ -103,8 +103,7 @@ final class PosixMemoryProvider implements MemoryProvider {
     private final String directoryKeys;
     private final OwnerLease lease;
     /** File systems whose pages the memory cgroup charges: tmpfs and ramfs, not hugetlbfs (its huge pages are not). */
-    private static final java.util.Set<Long> CHARGED_TO_THE_MEMORY_CGROUP = java.util.Set.of(FileSystemSpace.TMPFS_MAGIC,
-            FileSystemSpace.RAMFS_MAGIC);
+    private static final java.util.Set<Long> CHARGED_TO_THE_MEMORY_CGROUP = java.util.Set.of(Libc.TMPFS_MAGIC, Libc.RAMFS_MAGIC);
     /** Whether chunks are huge pages, and of what size; {@code null} if the JDK cannot tell the file system of the directory. */
     private final FileStore store;
     private final long pageSize;
