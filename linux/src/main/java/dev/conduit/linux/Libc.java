@@ -248,8 +248,8 @@ public interface Libc {
     long fileSystemType(FileDescriptor fd);
 
     /**
-     * {@code fstatfs(2)} of an open file: the kind and the size of the file system that holds it,
-     * and the room left there ({@link FileSystemSpace}). Of a directory's descriptor, it measures
+     * {@code fstatfs(2)} of an open file: the kind, the block size and the size of the file system
+     * that holds it, and the room left there ({@link FileSystemSpace}). Of a directory's descriptor, it measures
      * where files created through it go, which its path may no longer name.
      */
     FileSystemSpace fileSystemSpace(FileDescriptor fd);

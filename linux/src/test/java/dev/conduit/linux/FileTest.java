@@ -316,10 +316,11 @@ class FileTest {
         try (FileDescriptor before = libc.open(held.toString(), O_PATH | O_DIRECTORY, 0)) {
             FileSystemSpace underneath = libc.fileSystemSpace(before);
             assertThat(underneath.totalBytes()).isEqualTo(Files.getFileStore(held).getTotalSpace());
+            assertThat(underneath.blockSize()).isEqualTo(Files.getFileStore(held).getBlockSize());
             run("mount", "-t", "tmpfs", "-o", "size=1m", "none", held.toString());
             try (FileDescriptor mounted = libc.open(held.toString(), O_PATH | O_DIRECTORY, 0)) {
                 FileSystemSpace small = libc.fileSystemSpace(mounted);
-                assertThat(small).isEqualTo(new FileSystemSpace(Libc.TMPFS_MAGIC, 1 << 20, 1 << 20));
+                assertThat(small).isEqualTo(new FileSystemSpace(Libc.TMPFS_MAGIC, PageSize.get(), 1 << 20, 1 << 20));
                 assertThat(libc.fileSystemSpace(before).totalBytes()).isEqualTo(underneath.totalBytes());
             } finally {
                 run("umount", held.toString());

@@ -579,7 +579,7 @@ public final class FfmLibc implements Libc {
     public FileSystemSpace fileSystemSpace(FileDescriptor fd) {
         MemorySegment statfs = fileSystemStatus(fd);
         long fragment = statfs.get(JAVA_LONG, Layouts.STATFS_F_FRSIZE);
-        return new FileSystemSpace(statfs.get(JAVA_LONG, Layouts.STATFS_F_TYPE),
+        return new FileSystemSpace(statfs.get(JAVA_LONG, Layouts.STATFS_F_TYPE), statfs.get(JAVA_LONG, Layouts.STATFS_F_BSIZE),
                 statfs.get(JAVA_LONG, Layouts.STATFS_F_BLOCKS) * fragment,
                 statfs.get(JAVA_LONG, Layouts.STATFS_F_BAVAIL) * fragment);
     }

@@ -2,6 +2,7 @@ package dev.conduit.plugin.posix;
 
 import dev.conduit.linux.PageSize;
 import dev.conduit.linux.ErrnoException;
+import dev.conduit.linux.FileSystemSpace;
 import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.HugePages;
@@ -16,7 +17,6 @@ import dev.conduit.spi.NotSupportedException;
 import dev.conduit.spi.PluginContext;
 
 import java.io.IOException;
-import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.EnumSet;
@@ -87,6 +87,14 @@ final class DirectoryProbe {
             return Availability.unavailable(e.getMessage(), details);
         }
         try (directory) {
+            // Of the descriptor, as the provider asks it: the file system chunks would be created on.
+            FileSystemSpace fileSystem;
+            try {
+                fileSystem = libc.fileSystemSpace(directory.fd());
+            } catch (ErrnoException e) {
+                return Availability.unavailable("cannot tell the file system of " + directory.path() + ": " + e.getMessage()
+                        + "; set " + config.directoryKeys() + " to a directory on a local file system", details);
+            }
             String name = OwnerLease.newProbeName(PosixMemoryProvider.FILE_PREFIX);
             String importsOnly = null; // why only imports work here; null where everything does
             try {
@@ -103,7 +111,7 @@ final class DirectoryProbe {
                             + directory.creationRemedy(e), details);
                 }
                 // A read-only mount's free bytes are no one's to fill; a full file system's say how full it is.
-                if (!"EROFS".equals(e.errnoName())) details.put("free bytes", freeBytes(path));
+                if (!"EROFS".equals(e.errnoName())) details.put("free bytes", freeBytes(libc, directory, fileSystem));
             }
             if (importsOnly == null) {
                 try {
@@ -112,12 +120,11 @@ final class DirectoryProbe {
                     return Availability.unavailable("cannot remove files from " + directory.path() + ": " + e.getMessage() + "; probe file "
                             + name + " is left there. Make the directory writable for this user, or set " + config.directoryKeys(), details);
                 }
-                details.put("free bytes", freeBytes(path));
+                details.put("free bytes", freeBytes(libc, directory, fileSystem));
             }
-            details.put("file system", fileSystem(path));
-            FileStore store = fileStore(path);
-            boolean hugetlbfs = PosixMemoryProvider.isHugetlbfs(store);
-            details.put("page size", Long.toString(hugetlbfs ? blockSize(store) : PageSize.get()));
+            details.put("file system", fileSystem(libc, directory, fileSystem.type()));
+            boolean hugetlbfs = fileSystem.type() == Libc.HUGETLBFS_MAGIC;
+            details.put("page size", Long.toString(hugetlbfs ? fileSystem.blockSize() : PageSize.get()));
             if (hugetlbfs) details.put("hugepages", HugePages.read(Meminfo.PATH).describe());
             OwnerLease.countOwners(libc, directory, PosixMemoryProvider.FILE_PREFIX, details);
             Availability available = Availability.available(details);
@@ -139,19 +146,12 @@ final class DirectoryProbe {
                 + "pools of huge pages";
     }
 
-    private static FileStore fileStore(Path path) {
+    /** Whether the file system at {@code path} is a hugetlbfs mount, by the JDK's look at the path; false when it cannot tell. */
+    private static boolean isHugetlbfs(Path path) {
         try {
-            return Files.getFileStore(path);
+            return Files.getFileStore(path).type().equals("hugetlbfs");
         } catch (IOException | SecurityException e) {
-            return null;
-        }
-    }
-
-    private static long blockSize(FileStore store) {
-        try {
-            return store.getBlockSize();
-        } catch (IOException | UnsupportedOperationException e) {
-            return -1;
+            return false;
         }
     }
 
@@ -168,7 +168,7 @@ final class DirectoryProbe {
         } catch (ConduitException e) {
             return; // the operation reports the configuration itself
         }
-        boolean hugetlbfs = PosixMemoryProvider.isHugetlbfs(fileStore(path));
+        boolean hugetlbfs = isHugetlbfs(path);
         if (!hugetlbfs && (Files.isWritable(path) || !Files.isDirectory(path))) return;
         String why = probe(context).unsupportedHere().get(capability);
         if (why != null) throw new NotSupportedException("posix offers no " + operation + " here" + (hugetlbfs ? "" : ", only imports") + ": " + why);
@@ -192,45 +192,57 @@ final class DirectoryProbe {
                 + "posix imports, which only open chunk files, work here";
     }
 
-    /** File systems that keep files in memory only: a chunk there costs no disk writes. */
-    private static final java.util.Set<String> MEMORY_FILE_SYSTEMS = java.util.Set.of("tmpfs", "ramfs", "hugetlbfs");
+    /** File systems that keep files in memory only ({@code statfs}'s {@code f_type}): a chunk there costs no disk writes. */
+    private static final Set<Long> MEMORY_FILE_SYSTEMS = Set.of(Libc.TMPFS_MAGIC, Libc.RAMFS_MAGIC, Libc.HUGETLBFS_MAGIC);
 
     private static final String WRITTEN_BACK = ": chunk pages are written back to its storage; a tmpfs such as /dev/shm keeps them in memory";
 
-    /** The file system's type, and, when it is not a memory file system, that chunk pages are written back to disk. */
-    static String fileSystem(Path path) {
-        String type;
-        try {
-            type = Files.getFileStore(path).type();
-        } catch (IOException | SecurityException e) {
-            return "unknown (" + e.getMessage() + ")";
-        }
-        String writtenBack = writtenBack(type);
-        return writtenBack == null ? type : writtenBack;
-    }
-
-    /** The file system of type {@code type} and that chunk pages are written back to its storage; null for a memory file system. */
-    static String writtenBack(String type) {
-        return MEMORY_FILE_SYSTEMS.contains(type) ? null : type + WRITTEN_BACK;
+    /**
+     * The name of the file system of {@code type} ({@code f_type}) that holds {@code directory}'s descriptor, and, when it is not
+     * a memory file system, that chunk pages are written back to its storage.
+     */
+    static String fileSystem(Libc libc, SharedDirectory directory, long type) {
+        String writtenBack = writtenBack(libc, directory, type);
+        return writtenBack == null ? name(libc, directory, type) : writtenBack;
     }
 
     /**
-     * The bytes an unprivileged user may still fill at {@code path}, or that its file system has no size limit (ramfs), or
-     * that the pool of huge pages bounds it (a hugetlbfs mounted without {@code size=}).
+     * The file system of {@code type} ({@code f_type}) that holds {@code directory}'s descriptor and that chunk pages are written
+     * back to its storage; null for a memory file system.
      */
-    private static String freeBytes(Path path) {
+    static String writtenBack(Libc libc, SharedDirectory directory, long type) {
+        return MEMORY_FILE_SYSTEMS.contains(type) ? null : name(libc, directory, type) + WRITTEN_BACK;
+    }
+
+    /**
+     * The name of the file system of {@code type} that holds {@code directory}'s descriptor: the JDK's, where the directory's
+     * path still names a directory on it (statfs tells a number, not a name), else the number.
+     */
+    private static String name(Libc libc, SharedDirectory directory, long type) {
         try {
-            FileStore store = Files.getFileStore(path);
-            if (PosixMemoryProvider.hasNoSizeLimit(store.getTotalSpace())) {
-                // A hugetlbfs mounted without size= reports no blocks too, yet holds only what the pool of huge pages has.
-                return PosixMemoryProvider.isHugetlbfs(store)
-                        ? "no size of its own (hugetlbfs mounted without size=): the kernel's pool of huge pages bounds it (the "
-                        + "hugepages line)"
-                        : "no size limit (" + store.type() + " reports no blocks)";
+            Path path = directory.path();
+            if (Files.getAttribute(path, "unix:dev") instanceof Long device && device == libc.fstat(directory.fd()).dev()) {
+                return Files.getFileStore(path).type();
             }
-            return Long.toString(store.getUsableSpace());
-        } catch (IOException | SecurityException e) {
-            return "unknown (" + e.getMessage() + ")";
+        } catch (IOException | RuntimeException e) {
+            // named by its number below
         }
+        return "a file system of statfs type 0x" + Long.toHexString(type);
+    }
+
+    /**
+     * The bytes an unprivileged user may still fill on {@code fileSystem}, or that it has no size limit (ramfs), or that the pool
+     * of huge pages bounds it (a hugetlbfs mounted without {@code size=}).
+     */
+    private static String freeBytes(Libc libc, SharedDirectory directory, FileSystemSpace fileSystem) {
+        if (PosixMemoryProvider.hasNoSizeLimit(fileSystem.totalBytes())) {
+            // A hugetlbfs mounted without size= reports no blocks too, yet holds only what the pool of huge pages has.
+            if (fileSystem.type() == Libc.HUGETLBFS_MAGIC) {
+                return "no size of its own (hugetlbfs mounted without size=): the kernel's pool of huge pages bounds it (the "
+                        + "hugepages line)";
+            }
+            return "no size limit (" + name(libc, directory, fileSystem.type()) + " reports no blocks)";
+        }
+        return Long.toString(fileSystem.availableBytes());
     }
 }

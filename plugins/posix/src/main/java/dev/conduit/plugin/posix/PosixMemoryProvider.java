@@ -19,9 +19,6 @@ import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.MemoryProvider;
 import dev.conduit.spi.PluginContext;
 
-import java.io.IOException;
-import java.nio.file.FileStore;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -30,9 +27,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
-
-import static java.lang.System.Logger.Level.DEBUG;
-import static java.lang.System.Logger.Level.WARNING;
 
 /**
  * Chunks as files in the chunk directory ({@code posix.dir}, else {@code shared.dir}), which any
@@ -104,9 +98,11 @@ final class PosixMemoryProvider implements MemoryProvider {
     private final OwnerLease lease;
     /** File systems whose pages the memory cgroup charges: tmpfs and ramfs, not hugetlbfs (its huge pages are not). */
     private static final java.util.Set<Long> CHARGED_TO_THE_MEMORY_CGROUP = java.util.Set.of(Libc.TMPFS_MAGIC, Libc.RAMFS_MAGIC);
-    /** Whether chunks are huge pages, and of what size; {@code null} if the JDK cannot tell the file system of the directory. */
-    private final FileStore store;
+    /** Whether chunks are huge pages: the file system chunks are created on is a hugetlbfs mount. */
+    private final boolean hugePages;
     private final long pageSize;
+    /** {@link DirectoryProbe#writtenBack} of that file system; null on a memory file system. */
+    private final String writtenBack;
     /** {@code conduit-posix-<owner>-}: the start of this provider's file names, which tells its chunks from others'. */
     private final String ownFilePrefix;
     /** Which directory the chunks are in, as handles carry it: an import that finds no file says whether it looked there. */
@@ -138,13 +134,14 @@ final class PosixMemoryProvider implements MemoryProvider {
     /** Guarded by {@link #lock}. */
     private boolean closed;
 
-    private PosixMemoryProvider(Libc libc, SharedDirectory directory, String directoryKeys, OwnerLease lease, FileStore store) {
+    private PosixMemoryProvider(Libc libc, SharedDirectory directory, String directoryKeys, OwnerLease lease, FileSystemSpace fileSystem) {
         this.libc = libc;
         this.directory = directory;
         this.directoryKeys = directoryKeys;
         this.lease = lease;
-        this.store = store;
-        this.pageSize = isHugetlbfs(store) ? hugePageSize(store, directory.path()) : PageSize.get();
+        this.hugePages = fileSystem.type() == Libc.HUGETLBFS_MAGIC;
+        this.pageSize = hugePages ? fileSystem.blockSize() : PageSize.get();
+        this.writtenBack = DirectoryProbe.writtenBack(libc, directory, fileSystem.type());
         this.ownFilePrefix = FILE_PREFIX + "-" + lease.owner() + "-";
         this.directoryIdentity = DirectoryIdentity.of(libc, directory.fd());
     }
@@ -166,8 +163,7 @@ final class PosixMemoryProvider implements MemoryProvider {
             OwnerLease lease = OwnerLease.acquire(libc, directory, FILE_PREFIX, context.logger());
             try {
                 OwnerLease.reclaimDeadOrWarn(libc, directory, FILE_PREFIX, context.logger());
-                return new PosixMemoryProvider(libc, directory, config.directoryKeys(), lease,
-                        fileStore(directory.path(), context.logger()));
+                return new PosixMemoryProvider(libc, directory, config.directoryKeys(), lease, fileSystem(libc, directory, config));
             } catch (RuntimeException | Error e) {
                 Cleanup.run(e, lease::close); // a close that fails too must not take the place of the cause
                 throw e;
@@ -178,14 +174,21 @@ final class PosixMemoryProvider implements MemoryProvider {
         }
     }
 
-    private static FileStore fileStore(Path path, System.Logger logger) {
+    /**
+     * The file system chunks are created on: of the directory's descriptor, not its path, whose kind and page size
+     * are the chunks', where a file system mounted over the path since the descriptor was opened (or the directory
+     * moved) has the path name another one.
+     */
+    private static FileSystemSpace fileSystem(Libc libc, SharedDirectory directory, PosixConfig config) {
         try {
-            return Files.getFileStore(path);
-        } catch (IOException | SecurityException e) {
-            logger.log(DEBUG, () -> "no free-space check for " + path + ": " + e);
-            return null;
+            return libc.fileSystemSpace(directory.fd());
+        } catch (ErrnoException e) {
+            throw new ConduitException("cannot tell the file system of the chunk directory " + directory.path() + ", whether its "
+                    + "chunks are huge pages and of what size: " + e.getMessage() + "; set " + config.directoryKeys()
+                    + " to a directory on a local file system", e);
         }
     }
+
 
     /**
      * Whether a file system whose size ({@code statfs}) is {@code totalSpace} bytes has no size limit: ramfs, and a tmpfs
@@ -196,23 +199,9 @@ final class PosixMemoryProvider implements MemoryProvider {
         return totalSpace == 0;
     }
 
-    /** Whether {@code store} is a hugetlbfs mount, whose files are huge pages; false when it cannot be told. */
-    static boolean isHugetlbfs(FileStore store) {
-        return store != null && store.type().equals("hugetlbfs");
-    }
-
-    /** A hugetlbfs mount's page size: its block size ({@code statfs}'s {@code f_bsize}). */
-    private static long hugePageSize(FileStore store, Path path) {
-        try {
-            return store.getBlockSize();
-        } catch (IOException | UnsupportedOperationException e) {
-            throw new ConduitException("cannot tell the huge page size of the hugetlbfs mount " + path + ": " + e.getMessage(), e);
-        }
-    }
-
     /** Whether chunks are huge pages: the chunk directory is a hugetlbfs mount. */
     boolean hugePages() {
-        return isHugetlbfs(store);
+        return hugePages;
     }
 
     /** The chunk directory, as this process sees it. */
@@ -225,9 +214,9 @@ final class PosixMemoryProvider implements MemoryProvider {
         return directoryKeys;
     }
 
-    /** {@link DirectoryProbe#writtenBack} of the directory's file system; null on a memory file system or one the JDK cannot tell. */
+    /** {@link DirectoryProbe#writtenBack} of the file system chunks are created on; null on a memory file system. */
     String fileSystemWrittenBack() {
-        return store == null ? null : DirectoryProbe.writtenBack(store.type());
+        return writtenBack;
     }
 
     @Override

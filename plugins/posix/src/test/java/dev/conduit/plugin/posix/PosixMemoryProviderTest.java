@@ -404,6 +404,43 @@ class PosixMemoryProviderTest {
     }
 
     /**
+     * Whether chunks are huge pages, their page size and whether their pages are written back are
+     * the file system's that chunks are created on: that of the directory's descriptor. A hugetlbfs
+     * mounted over the path (a disk's directory here) while the provider opened, after it opened the
+     * descriptor, had it read those by path until 2026-12-08: chunks of 2 MiB "huge pages" on the
+     * disk (a chunk of one page refused as no multiple of it), and no word that their pages are
+     * written back.
+     */
+    @Test
+    void hugePagesPageSizeAndWriteBackAreOfTheFileSystemChunksLandOnNotWhatWasMountedOverItsPath(@TempDir Path disk) throws Exception {
+        String type = Files.getFileStore(disk).type();
+        org.junit.jupiter.api.Assumptions.assumeFalse(type.equals("tmpfs") || type.equals("ramfs"), "@TempDir on a disk");
+        java.util.concurrent.atomic.AtomicBoolean mounted = new java.util.concurrent.atomic.AtomicBoolean();
+        // The lease's rename comes after the directory's open and before the provider looks at its file system.
+        Libc mountingWhileOpening = FailingLibc.seeing((call, args) -> {
+            if (call.equals("renameat") && mounted.compareAndSet(false, true)) {
+                try {
+                    Mounts.mount("hugetlbfs", "defaults", disk);
+                } catch (IOException | InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        });
+        try (PosixMemoryProvider provider = PosixMemoryProvider.open(TestContext.of(disk), mountingWhileOpening)) {
+            assertThat(mounted).isTrue();
+            assertThat(provider.hugePages()).isFalse();
+            assertThat(provider.pageSize()).isEqualTo(dev.conduit.linux.PageSize.get());
+            assertThat(provider.fileSystemWrittenBack()).endsWith(": chunk pages are written back to its storage; a tmpfs such as "
+                    + "/dev/shm keeps them in memory");
+            Chunk chunk = provider.allocate(provider.pageSize());
+            chunk.segment().set(JAVA_LONG, 0, 4711);
+            provider.free(chunk);
+        } finally {
+            if (mounted.get()) Mounts.unmount(disk);
+        }
+    }
+
+    /**
      * A memory file system without a size limit reports no space at all ({@code statfs}: 0 blocks,
      * 0 available): ramfs always, a tmpfs mounted with {@code size=0}. A chunk there is taken, as
      * on a tmpfs with room, not refused for want of space the file system does not count. Until
