@@ -38,6 +38,11 @@ public final class OpenFlags {
     public static final int O_NOATIME = 01000000;
     /** A descriptor that only names a file (for {@code *at} calls, {@code fstat}), without opening it for I/O. */
     public static final int O_PATH = 010000000;
+    /**
+     * An unnamed file in the directory the path names, which takes the mode as {@code O_CREAT}
+     * does ({@code open(2)}); {@code O_DIRECTORY} is part of it.
+     */
+    public static final int O_TMPFILE = 020000000 | O_DIRECTORY;
 
     /** {@code unlinkat}: remove a directory. */
     public static final int AT_REMOVEDIR = 0x200;
@@ -62,6 +67,7 @@ public final class OpenFlags {
             .flag("O_TRUNC", O_TRUNC)
             .flag("O_APPEND", O_APPEND)
             .flag("O_NONBLOCK", O_NONBLOCK)
+            .flag("O_TMPFILE", O_TMPFILE)
             .flag("O_DIRECTORY", O_DIRECTORY)
             .flag("O_NOFOLLOW", O_NOFOLLOW)
             .flag("O_CLOEXEC", O_CLOEXEC)

@@ -140,6 +140,23 @@ class FileTest {
     }
 
     /**
+     * {@code O_TMPFILE} applies the mode as {@code O_CREAT} does ({@code open(2)}): an unnamed file
+     * made through {@code openat2} has the mode asked for. Until 2026-12-08 openat2 passed the
+     * mode only with {@code O_CREAT}, and such a file had mode 0000.
+     */
+    @Test
+    void anUnnamedFileMadeThroughOpenat2HasTheRequestedMode() {
+        try (FileDescriptor dir = libc.open(directory.toString(), O_PATH | O_DIRECTORY, 0);
+             FileDescriptor file = libc.openat2(dir, ".", OpenFlags.O_TMPFILE | O_RDWR, 0600, OpenFlags.RESOLVE_BENEATH)) {
+            FileStatus status = libc.fstat(file);
+            assertThat(status.isRegularFile()).isTrue();
+            assertThat(status.permissions()).isEqualTo(0600);
+            assertThat(status.links()).as("unnamed").isZero();
+        }
+        assertThat(OpenFlags.describe(OpenFlags.O_TMPFILE | O_RDWR)).isEqualTo("O_RDWR|O_TMPFILE");
+    }
+
+    /**
      * What a user namespace's ambiguous overflow uid leaves to prove ownership with (PosixImporter):
      * {@code O_NOATIME}, which only the owner may set, here on a descriptor open for reading only,
      * changing nothing of the file. Another user's refusal ({@code EPERM}) needs a user without

@@ -367,7 +367,7 @@ public final class FfmLibc implements Libc {
             MemorySegment cPath = cString(arena, path);
             MemorySegment how = arena.allocate(OPEN_HOW);
             how.set(JAVA_LONG, HOW_FLAGS, Integer.toUnsignedLong(allFlags));
-            // openat2, unlike openat, rejects a mode without O_CREAT (EINVAL).
+            // openat2, unlike openat, rejects a mode where none applies (EINVAL), and applies none it is not given.
             how.set(JAVA_LONG, HOW_MODE, creates(allFlags) ? mode : 0);
             how.set(JAVA_LONG, HOW_RESOLVE, resolve);
             long fd;
@@ -1215,8 +1215,9 @@ public final class FfmLibc implements Libc {
         return new ErrnoException("mmap", errno, fd.toString(), arguments, errno == Errno.ENOMEM ? MappingCount.explainEnomem() : null);
     }
 
+    /** Whether an open with {@code flags} creates a file, and so applies a mode: {@code O_CREAT} or {@code O_TMPFILE} ({@code open(2)}). */
     private static boolean creates(int flags) {
-        return (flags & OpenFlags.O_CREAT) != 0;
+        return (flags & OpenFlags.O_CREAT) != 0 || (flags & OpenFlags.O_TMPFILE) == OpenFlags.O_TMPFILE;
     }
 
     private static String openArguments(int flags, int mode) {
