@@ -12,7 +12,8 @@ import java.util.List;
  * did arrive were closed at once ({@link #closedFds()}) so that none leaks and none is mistaken
  * for the one that was meant.
  *
- * @param bytes            bytes received; 0 at end of stream; {@link Libc#WOULD_BLOCK} if a
+ * @param bytes            bytes received; 0 at end of stream (or, on a seqpacket or datagram
+ *                         socket, for a message of no bytes: {@link #isEndOfStream()}); {@link Libc#WOULD_BLOCK} if a
  *                         non-blocking socket had nothing to read
  * @param fds              the descriptors received, to be closed by the caller
  * @param controlTruncated whether descriptors were lost: the kernel truncated the control data,
@@ -28,7 +29,14 @@ public record ReceivedMessage(int bytes, List<FileDescriptor> fds, boolean contr
         fds = List.copyOf(fds);
     }
 
-    /** Whether the peer closed its end: no bytes and no descriptors. */
+    /**
+     * Whether the peer closed its end: no bytes and no descriptors. On a stream socket only: there a
+     * send of no bytes delivers nothing (nor the descriptors it carried), so 0 bytes is the end of
+     * stream and nothing else. On a seqpacket or datagram socket a message of no bytes reads the
+     * same, and this cannot tell it from the peer's close. Conduit receives with {@code recvmsg} on
+     * stream sockets only: the memfd plugin's fd protocol, whose importer's connect refuses a socket
+     * of another type under the producer's name ({@code EPROTOTYPE}).
+     */
     public boolean isEndOfStream() {
         return bytes == 0 && fds.isEmpty() && !controlTruncated;
     }
