@@ -85,7 +85,8 @@ public interface Worker extends AutoCloseable {
      *                is open: an endpoint the application closed before a progress call reported
      *                its failure (a send had thrown it) is not called back, and still says it failed
      * @throws dev.conduit.spi.ConduitException listing each transport tried and why it failed, and the
-     *         peer's transports this worker does not have; a {@link dev.conduit.spi.PeerFailedException} when every
+     *         peer's transports this worker does not have, each with why (left out by {@code transports},
+     *         unavailable here, not installed); a {@link dev.conduit.spi.PeerFailedException} when every
      *         transport tried found the peer failed (over memfd and posix: its worker died, or closed,
      *         or its files were reclaimed: its lease is there and not held, or gone from the very
      *         shared directory its address names). Over memfd and posix, a peer whose address names

@@ -191,7 +191,7 @@ class CapabilitiesNotHereTest {
              Worker worker = here.newWorker(ThreadMode.SINGLE)) {
             assertThatThrownBy(() -> worker.connect(peer.address())).isInstanceOf(ConduitException.class)
                     .hasMessageContaining("no transport in common")
-                    .hasMessageContaining("The peer's importonly is selected here but offers no transport here: " + WHY)
+                    .hasMessageContaining("'importonly' is selected here but offers no transport here: " + WHY)
                     .hasMessageNotContaining("install or select");
         }
     }

@@ -793,6 +793,28 @@ public final class PluginRegistry {
         return b.append(" (Conduit.plugins() and 'conduit info' list every plugin)").toString();
     }
 
+    /**
+     * Why this process has no transport of plugin {@code name}, which a peer's address offers, for
+     * the refusal of a connect to it: what keeps it out here and so the remedy, said here because
+     * {@code conduit info} runs in another JVM, which may see other plugins and another
+     * {@code transports}. One left out names that setting and where it was set; one not found
+     * where to install it.
+     */
+    public String whyNoTransport(String name) {
+        Optional<PluginRecord> found = find(name);
+        if (found.isEmpty()) return "'" + name + "' is not installed here: " + PluginInstall.howToInstall("it");
+        PluginRecord r = found.get();
+        return switch (r.status) {
+            case SELECTED -> {
+                String why = r.unsupportedHere.get(Capability.AM);
+                yield "'" + name + "' is selected here but offers no transport here: " + (why != null ? why
+                        : "its version here (" + r.version + ") declares no capability AM");
+            }
+            case EXCLUDED -> "'" + name + "' is " + r.reason; // "not named by transports=... (from ...), so not probed; name it there ..."
+            default -> "'" + name + "' is " + r.status + " here: " + r.reason;
+        };
+    }
+
     /** Every plugin: selected ones in preference order, then the rest by name. */
     public List<PluginRecord> all() {
         List<PluginRecord> out = new ArrayList<>(selected);

@@ -115,6 +115,8 @@ public final class RuntimeWorker implements Worker {
     private final String[] transportNames;
     /** What the probe of each selected plugin ruled out here, with why: a transport left out, RMA or atomics refused. */
     private final Map<String, Map<Capability, String>> ruledOutHere;
+    /** Immutable once built: why a transport a peer offers is missing here, for a connect's refusal. */
+    private final PluginRegistry plugins;
     private final boolean[] rma;
     private final boolean[] atomics;
     /** The transports that reach memory of other hosts ({@code CROSS_HOST}): they need no mapping of a peer region here. */
@@ -211,12 +213,13 @@ public final class RuntimeWorker implements Worker {
     private volatile boolean sleepingUnderLock;
 
     private RuntimeWorker(ThreadMode mode, ThreadGuard guard, ThreadPolicy policy, List<Transport> transports, List<PluginRecord> plugins,
-                          List<PluginRecord> selected, boolean confining, RemoteMemory remoteMemory, MessageDispatch dispatch,
+                          PluginRegistry registry, boolean confining, RemoteMemory remoteMemory, MessageDispatch dispatch,
                           Consumer<AutoCloseable> onClose) {
         this.mode = mode;
         Map<String, Map<Capability, String>> ruledOut = new java.util.HashMap<>();
-        for (PluginRecord r : selected) ruledOut.put(r.name(), r.unsupportedHere());
+        for (PluginRecord r : registry.selected()) ruledOut.put(r.name(), r.unsupportedHere());
         this.ruledOutHere = Map.copyOf(ruledOut);
+        this.plugins = registry;
         this.guard = guard;
         this.runtimeLock = guard instanceof RuntimeLock lock ? lock : null;
         if (runtimeLock != null) runtimeLock.wakeHolderWith(this::wakeSleeperUnderLock);
@@ -309,7 +312,7 @@ public final class RuntimeWorker implements Worker {
             }
             throw e;
         }
-        RuntimeWorker worker = new RuntimeWorker(mode, guard, policy, opened, withTransport, plugins.selected(), anyConfined, remoteMemory,
+        RuntimeWorker worker = new RuntimeWorker(mode, guard, policy, opened, withTransport, plugins, anyConfined, remoteMemory,
                 dispatch, onClose);
         // Before the worker is returned, so before any progress call: until then a transport delivers nothing.
         for (int i = 0; i < sinks.size(); i++) sinks.get(i).bind(worker, i);
@@ -848,8 +851,7 @@ public final class RuntimeWorker implements Worker {
 
     private String connectFailure(WorkerAddress peer, AddressFormat.Decoded decoded, List<String> reasons) {
         List<String> ours = List.of(transportNames);
-        List<String> notHere = peer.transports().stream().filter(t -> whyNotHere(t, Capability.AM) != null).toList();
-        List<String> lacking = peer.transports().stream().filter(t -> !ours.contains(t) && !notHere.contains(t)).toList();
+        List<String> lacking = peer.transports().stream().filter(t -> !ours.contains(t)).toList();
         StringBuilder b = new StringBuilder("cannot connect to ").append(peer).append(": ");
         if (reasons.isEmpty()) {
             b.append("no transport in common: this worker has ").append(ours).append(", the peer offers ").append(peer.transports());
@@ -857,12 +859,7 @@ public final class RuntimeWorker implements Worker {
             b.append("every transport tried failed, in this worker's order of preference: ").append(String.join("; ", reasons));
             if (!lacking.isEmpty()) b.append(". The peer also offers ").append(lacking).append(", which this worker has no transport for");
         }
-        if (!lacking.isEmpty()) {
-            b.append(" (install or select them here: 'conduit info' shows why a plugin is not selected)");
-        }
-        for (String t : notHere) {
-            b.append(". The peer's ").append(t).append(" is selected here but offers no transport here: ").append(whyNotHere(t, Capability.AM));
-        }
+        if (!lacking.isEmpty()) b.append(": ").append(String.join("; ", lacking.stream().map(plugins::whyNoTransport).toList()));
         assert decoded.entries().size() == peer.transports().size();
         return b.toString();
     }

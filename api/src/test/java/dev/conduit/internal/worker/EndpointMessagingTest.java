@@ -323,6 +323,30 @@ class EndpointMessagingTest {
                 .hasMessageContaining("[lo-z]");
     }
 
+    /**
+     * A peer whose transports this worker has none of is refused saying, for each, why this side
+     * has no transport of it: left out by {@code transports} (the setting and where it was set),
+     * unavailable here (its probe's reason), or installed nowhere (where to put it). Until
+     * 2026-12-08 it said only "install or select them here" and sent the user to
+     * {@code conduit info}, whose JVM may see other plugins and another configuration.
+     */
+    @Test
+    void aPeerOfferingOnlyTransportsThisWorkerLacksIsRefusedSayingWhyEachIsMissingHere() {
+        Worker worker = loopbacks.conduit(c -> c.set("transports", "lo-a,lo-u"), new LoopbackPlugin("lo-a", 8, false),
+                new LoopbackPlugin("lo-x", 8, false), new LoopbackPlugin("lo-u", 8, false).unavailable("lo-u has no device here"))
+                .newWorker(ThreadMode.SINGLE);
+        Worker peer = loopbacks.conduit(new LoopbackPlugin("lo-x", 8, false).priority(3), new LoopbackPlugin("lo-u", 8, false).priority(2),
+                new LoopbackPlugin("lo-q", 8, false).priority(1)).newWorker(ThreadMode.SINGLE);
+        assertThat(peer.address().transports()).containsExactly("lo-x", "lo-u", "lo-q");
+
+        assertThatThrownBy(() -> worker.connect(peer.address())).isExactlyInstanceOf(ConduitException.class)
+                .hasMessageContaining("no transport in common: this worker has [lo-a], the peer offers [lo-x, lo-u, lo-q]")
+                .hasMessageContaining("'lo-x' is not named by transports=lo-a,lo-u (from the builder), so not probed; name it there")
+                .hasMessageContaining("'lo-u' is UNAVAILABLE here: lo-u has no device here")
+                .hasMessageContaining("'lo-q' is not installed here: put it on the module path or the class path, or into plugin.path "
+                        + "(CONDUIT_PLUGIN_PATH)");
+    }
+
     @Test
     void connectToAWorkerThatClosedSaysWhy() {
         Conduit conduit = loopbacks.conduit(new LoopbackPlugin("lo", 8, false));

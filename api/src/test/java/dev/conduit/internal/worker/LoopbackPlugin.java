@@ -183,6 +183,12 @@ final class LoopbackPlugin implements ConduitPlugin {
         return this;
     }
 
+    /** Its probe finds it unusable here, because of {@code why}. */
+    LoopbackPlugin unavailable(String why) {
+        availability = Availability.unavailable(why);
+        return this;
+    }
+
     @Override
     public Availability probe(PluginContext context) {
         return availability;
