@@ -35,8 +35,9 @@ import java.util.List;
  *
  * <p>Entries come in the worker's order of preference. A transport's own address is checked by
  * that transport when a peer connects. Immutable and thread-safe; equal when the bytes are equal, so two addresses of one
- * worker may differ: {@link Worker#connect} goes through the entry of the first of its own transports the address lists,
- * and looks at neither the worker id nor the other entries.
+ * worker may differ. {@link Worker#connect} tries, in its own worker's order of preference (not the address's), each of
+ * its transports the address lists, through that entry, until one succeeds; the worker id decides nothing (errors and
+ * logs name it).
  */
 public final class WorkerAddress {
 
