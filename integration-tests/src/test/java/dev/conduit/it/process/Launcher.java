@@ -28,12 +28,12 @@ public sealed interface Launcher {
      * {@code /tmp}. Needs {@code unshare} (util-linux) and root, as in CI.
      */
     static Launcher container() {
-        return new Container(Container.HOSTNAME, false, OptionalInt.empty(), false);
+        return new Container(Container.HOSTNAME, false, OptionalInt.empty(), Container.Inside.ROOT);
     }
 
     /** {@link #container()} with the shared directory bind-mounted read-only, as {@code docker run -v DIR:DIR:ro} does. */
     static Launcher readOnlyContainer() {
-        return new Container(Container.HOSTNAME, true, OptionalInt.empty(), false);
+        return new Container(Container.HOSTNAME, true, OptionalInt.empty(), Container.Inside.ROOT);
     }
 
     /**
@@ -46,7 +46,7 @@ public sealed interface Launcher {
      * {@code kernel.apparmor_restrict_unprivileged_userns=0}): without either it fails, naming them.
      */
     static Launcher rootlessContainer(int uid) {
-        return new Container(Container.HOSTNAME, false, OptionalInt.of(uid), false);
+        return new Container(Container.HOSTNAME, false, OptionalInt.of(uid), Container.Inside.ROOT);
     }
 
     /**
@@ -59,7 +59,22 @@ public sealed interface Launcher {
      * sees them as its uid 0. Needs what {@link #rootlessContainer(int)} needs.
      */
     static Launcher keepIdContainer(int uid) {
-        return new Container(Container.HOSTNAME, false, OptionalInt.of(uid), true);
+        return new Container(Container.HOSTNAME, false, OptionalInt.of(uid), Container.Inside.KEEP_ID);
+    }
+
+    /**
+     * A container run as {@code nobody} ({@code docker run --user nobody} with a user namespace,
+     * rootless {@code podman run --user nobody}): started by host user {@code uid} ({@code setpriv})
+     * in a user namespace of its own that maps only its uid {@value Container#NOBODY} to {@code uid}
+     * ({@code unshare --user --map-user=65534 --map-group=65534}), its JVM running as that uid with
+     * no capability, as a container's non-root user does. {@value Container#NOBODY} is also the
+     * kernel's overflow uid: every host user but {@code uid} (the host process's, root) shows as it
+     * there, on files and socket credentials, as in a real container whose map takes its
+     * {@code nobody} to a subordinate uid and leaves the host user out. Needs what
+     * {@link #rootlessContainer(int)} needs.
+     */
+    static Launcher nobodyContainer(int uid) {
+        return new Container(Container.HOSTNAME, false, OptionalInt.of(uid), Container.Inside.NOBODY);
     }
 
     /**
@@ -128,12 +143,28 @@ public sealed interface Launcher {
      * unshare: the tree is the same) and unshare first makes a user namespace that maps its root to
      * that user ({@code --user --map-root-user}), which owns the other namespaces, so that the
      * hostname and the bind mounts are root's there; the mount point belongs to that user. With
-     * {@code keepId} the wrapper execs {@code unshare --user --map-user=UID --map-group=UID}, which
+     * {@link Inside#KEEP_ID} the wrapper execs {@code unshare --user --map-user=UID --map-group=UID}, which
      * execs java as that uid in a nested user namespace: java keeps the pid that sh had, so the tree
-     * and what a signal reaches are the same.
+     * and what a signal reaches are the same. With {@link Inside#NOBODY} unshare maps only
+     * {@value #NOBODY} to that user and keeps its capabilities in the namespace for sh
+     * ({@code --keep-caps}: ambient, which an exec by a uid other than 0 would drop), which makes the
+     * hostname and the bind mount, then execs java through {@code setpriv}, which drops them all:
+     * java keeps sh's pid, so the tree is the same again.
      */
-    record Container(String hostname, boolean readOnly, OptionalInt rootlessUid, boolean keepId) implements Launcher {
+    record Container(String hostname, boolean readOnly, OptionalInt rootlessUid, Inside inside) implements Launcher {
         public static final String HOSTNAME = "conduit-container";
+        /** The uid {@link Launcher#nobodyContainer(int)} runs its JVM as: {@code nobody}, the kernel's default overflow uid. */
+        public static final int NOBODY = 65534;
+
+        /** Whom a rootless container's JVM runs as inside it; a container of the host's root runs it as root. */
+        public enum Inside {
+            /** Its root, which its user namespace maps to the host user ({@code --map-root-user}, rootless podman's default). */
+            ROOT,
+            /** The host user's uid, in a user namespace nested in the container's (podman's {@code --userns=keep-id}). */
+            KEEP_ID,
+            /** {@value Container#NOBODY}, the only uid its user namespace maps, without capabilities. */
+            NOBODY
+        }
 
         /** $1 hostname, $2 mount options (rw or ro), $3 host directory, $4 mount point; then the java command line. */
         static final String WRAPPER = """
@@ -150,13 +181,19 @@ public sealed interface Launcher {
             List<String> command = new ArrayList<>();
             rootlessUid.ifPresent(uid -> command.addAll(OtherUser.setpriv(uid)));
             command.add(unshare());
-            if (rootlessUid.isPresent()) command.addAll(List.of("--user", "--map-root-user"));
+            if (rootlessUid.isPresent()) {
+                command.addAll(inside == Inside.NOBODY
+                        ? List.of("--user", "--map-user=" + NOBODY, "--map-group=" + NOBODY, "--keep-caps")
+                        : List.of("--user", "--map-root-user"));
+            }
             command.addAll(List.of("--pid", "--ipc", "--uts", "--mount", "--net", "--fork", "--mount-proc", "--kill-child",
                     "sh", "-c", WRAPPER, "conduit-container-wrapper",
                     hostname, readOnly ? "ro" : "rw", hostSharedDirectory.toString(), childSharedDirectory.toString()));
-            if (keepId) {
+            if (inside == Inside.KEEP_ID) {
                 int uid = rootlessUid.orElseThrow();
                 command.addAll(List.of(unshare(), "--user", "--map-user=" + uid, "--map-group=" + uid));
+            } else if (inside == Inside.NOBODY) {
+                command.addAll(List.of("setpriv", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--"));
             }
             command.addAll(rootlessUid.isPresent() ? OtherUser.readable(java) : java);
             return command;
@@ -214,7 +251,11 @@ public sealed interface Launcher {
         public String toString() {
             return "container(" + hostname + (readOnly ? ", shared directory read-only" : "")
                     + (rootlessUid.isPresent() ? ", rootless: uid " + rootlessUid.getAsInt() + " in a user namespace of its own" : "")
-                    + (keepId ? ", keep-id: running as that uid inside it" : "") + ")";
+                    + switch (inside) {
+                        case ROOT -> "";
+                        case KEEP_ID -> ", keep-id: running as that uid inside it";
+                        case NOBODY -> ", running as nobody (" + NOBODY + ") inside it, the only uid its namespace maps";
+                    } + ")";
         }
     }
 }

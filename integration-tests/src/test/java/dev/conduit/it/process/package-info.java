@@ -16,7 +16,9 @@
  *       which process a signal reaches. {@code rootlessContainer(uid)}: the same, started by
  *       host user {@code uid} in a user namespace of its own whose root is {@code uid};
  *       {@code keepIdContainer(uid)}: that container with its JVM running as {@code uid} inside it
- *       too (podman's {@code --userns=keep-id});
+ *       too (podman's {@code --userns=keep-id}); {@code nobodyContainer(uid)}: started by {@code uid} in a
+ *       user namespace that maps only its uid 65534 (nobody, the overflow uid) to {@code uid}, its JVM
+ *       running as that uid without capabilities (rootless {@code podman run --user nobody});
  *       {@code asUser(uid)}: a direct child as that user, the host side of such a container.</li>
  *   <li>{@link dev.conduit.it.process.CommandLoop} — the child's side of the line protocol, with
  *       the {@code READY} line (pid, uid, hostname, shared directory, loading, namespaces).</li>

@@ -1,17 +1,23 @@
 package dev.conduit.it.transport;
 
+import dev.conduit.WorkerAddress;
 import dev.conduit.it.ipc.ShmDir;
+import dev.conduit.it.process.ChildJvm;
 import dev.conduit.it.process.CommandLoop;
 import dev.conduit.it.process.Launcher;
+import dev.conduit.it.process.OpenResources;
 import dev.conduit.it.process.RemotePeer;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -28,13 +34,18 @@ import static org.assertj.core.api.Assertions.assertThat;
  * container as podman's {@code --userns=keep-id} makes it ({@link Launcher#keepIdContainer(int)}):
  * its JVM runs as uid {@value #USER} inside the container too, and sees the host's files and
  * socket credentials as that uid, not as its root's. The shared directory belongs to that
- * user, {@code 0700}. Runs in CI, as root (to start processes as that user), with user namespaces
- * open to that user; without them it fails, naming the settings, never skips.
+ * user, {@code 0700}. And a container run as nobody by another user, whose workers and the host
+ * process's are refused each other's, each side told why. Runs in CI, as root (to start processes
+ * as those users), with user namespaces open to them; without them it fails, naming the settings,
+ * never skips.
  */
 class RootlessContainerTest {
 
     /** The host user that runs both sides: a user's uid, as rootless podman runs. */
     private static final int USER = 1000;
+    /** Another host user, whose rootless container runs as nobody. */
+    private static final int OTHER_USER = 1001;
+    private static final int NOBODY = Launcher.Container.NOBODY;
 
     /**
      * The host process and the container exchange mixed messages each way; the container's JVM
@@ -109,6 +120,75 @@ class RootlessContainerTest {
             assertThat(host.exit()).as("the host process's exit code").isZero();
         }
         assertThat(Setup.files(shared)).as("left in the shared directory once both closed").isEmpty();
+    }
+
+    /**
+     * A container run as nobody by another host user (rootless {@code podman run --user nobody} of
+     * uid {@value #OTHER_USER}: {@link Launcher#nobodyContainer(int)}) and a host process of
+     * {@value #USER}, sharing a host directory every user may write, sticky as {@code /dev/shm}:
+     * their workers do not connect, either way, and each side is told why and what to do. The
+     * container's JVM runs as 65534, the overflow uid, which the host's lease shows as there too:
+     * it hears that the peer is another user's, outside its namespace's map, with both uids and the
+     * one-user remedy, never that the lease is its own user's, refused by a security module
+     * (UserNamespaceTest has the rule; this is the real setting). The host hears that the lease
+     * belongs to uid {@value #OTHER_USER}. Both refusals are {@code ConduitException}s, not peer
+     * failures; neither connect leaves a descriptor, a mapping or an error handler call on either
+     * side, and once both workers closed, the shared directory is empty.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void aContainerRunAsNobodyByAnotherUserAndAHostProcessAreEachToldThePeerIsAnotherUsersAndKeepNothing(
+            String plugin, @TempDir(factory = ShmDir.class) Path shared) throws Exception {
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxrwxrwx"));
+        Files.setAttribute(shared, "unix:mode", 01777); // sticky, as /dev/shm: each user's files are its own to remove
+        try (RemoteTransportPeer container = RemoteTransportPeer.start(shared, Launcher.nobodyContainer(OTHER_USER));
+             RemoteTransportPeer host = RemoteTransportPeer.start(shared, Launcher.asUser(USER))) {
+            Map<String, String> inside = container.child().hello();
+            assertThat(inside.get("uid")).as("the container's uid in its user namespace").isEqualTo(Integer.toString(NOBODY));
+            assertThat(inside.get("ns.user")).as("the container's user namespace").isNotEqualTo(CommandLoop.namespace("user"));
+            assertThat(inside.get("hostname")).as("the container's hostname").isEqualTo(Launcher.Container.HOSTNAME);
+            assertThat(inside.get("shared")).as("the container's CONDUIT_SHARED_DIR").isNotEqualTo(shared.toString());
+            assertThat(host.child().hello().get("uid")).as("the host process's uid").isEqualTo(Integer.toString(USER));
+
+            WorkerAddress h = host.worker("h", plugin, "SINGLE");
+            WorkerAddress c = container.worker("c", plugin, "SINGLE");
+            List<String> files = Setup.files(shared);
+            OpenResources containerHeld = container.resources();
+            OpenResources hostHeld = host.resources();
+
+            ChildJvm.Failure inContainer = container.child().callExpectingFailure("connect", "c", "to-host", HexFormat.of().formatHex(h.toBytes()));
+            assertThat(inContainer.type()).as("what the container's connect threw: %s", inContainer).isEqualTo("ConduitException");
+            assertThat(inContainer.message()).as("the container's connect to the host's worker")
+                    .contains(plugin + ": cannot reach the peer: its lease ").contains("(EACCES)")
+                    .contains("the peer worker belongs to another user (its lease shows as uid " + NOBODY + ", this process runs as uid "
+                            + NOBODY + ")")
+                    .contains("this process is uid " + NOBODY + " here, " + OTHER_USER + " in the parent user namespace")
+                    .contains("uid " + NOBODY + " is the overflow uid, which every user this namespace does not map shows as")
+                    .contains("workers connect only within one user").contains("run both processes as one user")
+                    .doesNotContain("security module").doesNotContain("this worker's own user's");
+
+            ChildJvm.Failure onHost = host.child().callExpectingFailure("connect", "h", "to-container", HexFormat.of().formatHex(c.toBytes()));
+            assertThat(onHost.type()).as("what the host's connect threw: %s", onHost).isEqualTo("ConduitException");
+            assertThat(onHost.message()).as("the host process's connect to the container's worker")
+                    .contains(plugin + ": cannot reach the peer: its lease " + shared.resolve("conduit-" + plugin + "-worker-"))
+                    .contains("(EACCES)")
+                    .contains("the peer worker belongs to another user (its lease belongs to uid " + OTHER_USER + ", this process runs as uid "
+                            + USER + ")")
+                    .contains("workers connect only within one user").contains("run both processes as one user")
+                    .doesNotContain("security module").doesNotContain("overflow");
+            Setup.report("%s container run as nobody by uid %d <-> host process of uid %d: refused both ways; in the container: %s",
+                    plugin, OTHER_USER, USER, inContainer.message());
+
+            assertThat(container.resources()).as("what the container holds after its refused connect").isEqualTo(containerHeld);
+            assertThat(host.resources()).as("what the host process holds after its refused connect").isEqualTo(hostHeld);
+            assertThat(Setup.files(shared)).as("the shared directory after both refused connects").isEqualTo(files);
+            container.assertNoFailures("c");
+            host.assertNoFailures("h");
+
+            container.closeWorker("c");
+            host.closeWorker("h");
+            assertThat(Setup.files(shared)).as("left once both closed their workers").isEmpty();
+        }
     }
 
     /** The user's own directory, as a rootless container's volume is: {@code shared}, owned by {@link #USER}, {@code 0700}. */
