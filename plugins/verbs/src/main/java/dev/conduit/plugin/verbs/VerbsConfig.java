@@ -61,8 +61,7 @@ final class VerbsConfig {
             "How long each step of the wire-up may take: the TCP connection to the peer's wire-up listener, the "
                     + "peer's reply (an endpoint not answered in time fails), the acceptor's wait for a connector's "
                     + "request and the write of its reply; also how long an endpoint's close waits for its sends to "
-                    + "complete, and a worker's close from another thread (Conduit.close()) for a call still under way to let "
-                    + "go of the worker's send queue.");
+                    + "complete.");
 
     /** Buffers must be a multiple of this: each starts a record whose 8-byte fields must be aligned (and keeps to its own cache lines). */
     static final int BUFFER_ALIGNMENT = 64;

@@ -751,7 +751,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
      * Closes the endpoint, with {@code drain} once the work requests of its send buffers completed
      * (at most {@code verbs.wireup.timeout}), by polling the send queue, which the caller holds
      * ({@link VerbsTransport#sendSide}). Without {@code drain} the worker's close found the send
-     * queue held by another thread's call past that timeout: then this close polls nothing and
+     * queue held by another thread's call (Conduit.close() past its wait): then this close polls nothing and
      * touches no send buffer, which are that call's, and throws naming the work requests it did not
      * wait for, which the teardown may have cut short.
      */
@@ -783,9 +783,8 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
         int taken = slots - freeCount; // read after the teardown, which waited for a post under way and refuses later ones
         if (healthy && !drain && taken > 0) {
             draining = new ConduitException("verbs: closed the connection to " + peerName + " without waiting for its work requests "
-                    + "in flight (" + taken + " of its send buffers taken): another thread's call on this worker still held its send "
-                    + "queue after " + VerbsConfig.WIREUP_TIMEOUT.nameAndVariable() + " (the worker was closed under that call, as "
-                    + "Conduit.close() does after its wait), so messages sent and puts made on it may not have reached the peer. "
+                    + "in flight (" + taken + " of its send buffers taken): another thread's call on this worker held its send queue "
+                    + "(the worker was closed under that call, as Conduit.close() does once its wait for the call ran out), so messages sent and puts made on it may not have reached the peer. "
                     + "Let calls on a worker return before its Conduit is closed");
         }
         switch (draining) {

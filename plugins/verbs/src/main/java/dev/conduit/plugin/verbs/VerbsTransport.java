@@ -30,7 +30,6 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 
@@ -87,10 +86,11 @@ import java.util.function.Function;
  *       kind and the buffer.</li>
  *   <li><b>Closed from another thread</b>: {@code Conduit.close()} closes a worker whose user is
  *       still inside a call, from its own thread. The send queue and what its completions change
- *       have one owner at a time ({@link #sendSide}): the close waits for the call to let go of it,
- *       at most {@code verbs.wireup.timeout}, and then drains each endpoint's sends as the owner's
- *       close does; past that it closes every endpoint without polling the queue and throws a
- *       {@link ConduitException} naming each one whose work requests it did not wait for. The
+ *       have one owner at a time ({@link #sendSide}): a close that finds it free drains each
+ *       endpoint's sends as the owner's close does; one that finds the call still holding it closes
+ *       every endpoint without polling the queue, waiting for nothing (the runtime waited for the
+ *       call already), and throws a {@link ConduitException} naming each one whose work requests it
+ *       did not wait for. The
  *       call under way may then fail on what the close destroyed ({@link IllegalStateException}
  *       "... is closed": {@link FfmVerbs} waits for a library call under way and refuses later ones).</li>
  * </ul>
@@ -129,11 +129,11 @@ final class VerbsTransport implements Transport {
      * close) and by {@link #close()}. The worker is its user's, but {@code Conduit.close()} closes
      * it from another thread while a call of the user's is still under way, and both polling the
      * queue at once shared the completion arrays and each endpoint's free buffers: completions were
-     * handled twice or lost. Fair, so that a close waiting for it comes before the user's next call.
-     * Only that close ever contends for it; uncontended it costs a compare-and-set and a release
-     * store per call.
+     * handled twice or lost. The close only tries it ({@link #ownSendQueueToClose}); a call of the
+     * user's waits for it only while that close drains. Uncontended it costs a compare-and-set and
+     * a release store per call.
      */
-    final ReentrantLock sendSide = new ReentrantLock(true);
+    final ReentrantLock sendSide = new ReentrantLock();
     private final Verbs.Completions sendCompletions = new Verbs.Completions(32);
     private final Verbs.Completions receiveCompletions = new Verbs.Completions(32);
     /** Receive completions {@link #await} took off the queue (to close the arming race); the next progress handles them first. */
@@ -1107,17 +1107,15 @@ final class VerbsTransport implements Transport {
     }
 
     /**
-     * Takes the send queue from a call of the user's under way on another thread ({@link #sendSide}),
-     * waiting for it at most {@code verbs.wireup.timeout}, as long as an endpoint's drain waits;
-     * {@code false} if that call holds it still (or this thread was interrupted, its interrupt kept).
+     * Takes the send queue, unless a call of the user's under way on another thread holds it
+     * ({@link #sendSide}); waits for nothing. The worker's calls are serialised, so only
+     * {@code Conduit.close()} closes it under one, and only after waiting a second for that call to
+     * return (docs/runtime.md, "Closing"): that wait is the one bound. A wait here of its own
+     * (until 2026-12-08 up to {@code verbs.wireup.timeout}, 5 s) came on top, once per worker, one
+     * worker after the other, for a call the runtime had given up on.
      */
     private boolean ownSendQueueToClose() {
-        try {
-            return sendSide.tryLock() || sendSide.tryLock(wireupTimeoutMillis, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
+        return sendSide.tryLock();
     }
 
     /**
