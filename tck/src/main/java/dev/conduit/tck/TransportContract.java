@@ -1738,4 +1738,75 @@ public abstract class TransportContract extends PluginContract {
                 + "did not match (it must stay)").isEqualTo(21);
         assertThat(region.segment().get(ValueLayout.JAVA_LONG, 40_008)).as("the word after the target (an atomic touches 8 bytes)").isZero();
     }
+
+    /**
+     * Atomics are atomic against each other ({@link TransportEndpoint#fetchAdd}, {@link TransportEndpoint#compareAndSwap}):
+     * endpoints of several workers, each on a thread of its own, adding to one word of the peer's region and
+     * incrementing another by compareAndSwap at the same time lose no update, and no two fetchAdds return the same old
+     * value. {@link #atomicsReachThePeersExportedRegion} issues one atomic at a time, so an atomic made of a read and
+     * then a write (a plain load and store on a mapping, a get and a put) passed it and every other test, while
+     * applications counting or locking with it lost updates.
+     */
+    @Test
+    public void atomicsFromSeveralEndpointsAtOnceLoseNoUpdate() throws Exception {
+        assume(Capability.ATOMICS);
+        assume(Capability.MEMORY);
+        Conduit conduit = newConduit();
+        Worker receiver = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
+        Region region = closeAfterTest(conduit.pool(plugin.name()).allocate(64 * 1024));
+        int senders = 3;
+        int perSender = 3000;
+        long[][] oldValues = new long[senders][perSender];
+        long[] swapped = new long[senders];
+        List<Throwable> errors = new CopyOnWriteArrayList<>();
+        java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+        List<Thread> threads = new ArrayList<>();
+        for (int s = 0; s < senders; s++) {
+            Worker sender = closeAfterTest(conduit.newWorker(ThreadMode.SERIALIZED));
+            Endpoint ep = sender.connect(receiver.address());
+            PeerRegion peer = ep.peerRegion(region.exportHandle());
+            int thread = s;
+            threads.add(startTestThread("tck-atomics-" + s, () -> {
+                try {
+                    start.await();
+                    long seen = 0;
+                    for (int i = 0; i < perSender && !testEnding(); i++) {
+                        oldValues[thread][i] = ep.fetchAdd(peer, 0, 1);
+                        for (long old; (old = ep.compareAndSwap(peer, 8, seen, seen + 1)) != seen; ) seen = old;
+                        seen++;
+                        swapped[thread]++;
+                    }
+                } catch (Throwable e) {
+                    errors.add(e);
+                }
+            }));
+        }
+        start.countDown();
+        for (Thread t : threads) {
+            // A hang guard: each atomic completes without the target's progress (one-sided), so nothing here waits for another thread.
+            if (!t.join(progressGuard().multipliedBy(2))) {
+                throw new AssertionError(t.getName() + " has not finished its " + perSender + " fetchAdds and compareAndSwaps within "
+                        + progressGuard().multipliedBy(2) + " (plugin '" + plugin.name() + "'; atomics are one-sided and never block)");
+            }
+        }
+        assertThat(errors).as("what %d threads threw, each issuing fetchAdd and compareAndSwap on an endpoint of its own worker to "
+                + "the same peer region at once", senders).isEmpty();
+        long total = (long) senders * perSender;
+        assertThat(region.segment().get(ValueLayout.JAVA_LONG, 0)).as("the peer's word after %d fetchAdd(+1) from %d endpoints at "
+                + "once, from 0: an update was lost; fetchAdd must be atomic (TransportEndpoint.fetchAdd), and a read then a write "
+                + "lets two of them add to the same old value", total, senders).isEqualTo(total);
+        long[] returned = Arrays.stream(oldValues).flatMapToLong(Arrays::stream).sorted().toArray();
+        for (int i = 0; i < returned.length; i++) {
+            if (returned[i] != i) {
+                throw new AssertionError("the old values fetchAdd(+1) returned to " + senders + " endpoints adding at once are not each of 0 to "
+                        + (total - 1) + " once: " + (i > 0 && returned[i] == returned[i - 1] ? "two returned " + returned[i]
+                        : "none returned " + i) + " (fetchAdd must be atomic, TransportEndpoint.fetchAdd)");
+            }
+        }
+        long swaps = Arrays.stream(swapped).sum();
+        assertThat(region.segment().get(ValueLayout.JAVA_LONG, 8)).as("the peer's word after %d compareAndSwap(n -> n + 1) that returned "
+                + "the expected value (so reported they swapped) from %d endpoints at once, from 0: a swap was lost; compareAndSwap must "
+                + "compare and replace atomically (TransportEndpoint.compareAndSwap), and a compare then a write lets two of them "
+                + "replace the same value", swaps, senders).isEqualTo(swaps);
+    }
 }

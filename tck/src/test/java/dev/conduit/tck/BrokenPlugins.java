@@ -864,6 +864,44 @@ final class BrokenPlugins {
     }
 
     /**
+     * Atomics (well-behaved, {@link WellBehavedVariants.AtomicsWithoutRma}), except that fetchAdd reads the word and then
+     * writes the sum, as an atomic emulated by a load and a store (or a get and a put) does: right one at a time, and
+     * losing updates when endpoints add at once.
+     */
+    public static final class AddsByAReadAndAWrite extends WellBehavedVariants.AtomicsWithoutRma {
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new AtomicEndpoint(target, events) {
+                @Override
+                public long fetchAdd(RemoteRegion region, long offset, long delta) {
+                    long old = region.localSegment().get(ValueLayout.JAVA_LONG, offset);
+                    Thread.yield(); // widens the window between the read and the write that every such emulation has
+                    region.localSegment().set(ValueLayout.JAVA_LONG, offset, old + delta);
+                    return old;
+                }
+            };
+        }
+    }
+
+    /** Atomics (well-behaved, {@link WellBehavedVariants.AtomicsWithoutRma}), except that compareAndSwap compares and then writes. */
+    public static final class SwapsByACompareAndAWrite extends WellBehavedVariants.AtomicsWithoutRma {
+        @Override
+        LoopbackEndpoint newEndpoint(LoopbackTransport target, EndpointEvents events) {
+            return new AtomicEndpoint(target, events) {
+                @Override
+                public long compareAndSwap(RemoteRegion region, long offset, long expected, long desired) {
+                    long old = region.localSegment().get(ValueLayout.JAVA_LONG, offset);
+                    if (old == expected) {
+                        Thread.yield(); // widens the window between the compare and the write that every such emulation has
+                        region.localSegment().set(ValueLayout.JAVA_LONG, offset, desired);
+                    }
+                    return old;
+                }
+            };
+        }
+    }
+
+    /**
      * RMA on the peer's region as mapped in this process (the TCK's file memory, as {@link SwapsRegardless}'s atomics),
      * except that a put writes byte {@link #WRONG} of a longer source one more than the source's.
      */
@@ -2159,6 +2197,20 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new SwapsRegardless();
+        }
+    }
+
+    public static final class AddsByAReadAndAWriteSuite extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new AddsByAReadAndAWrite();
+        }
+    }
+
+    public static final class SwapsByACompareAndAWriteSuite extends TransportContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new SwapsByACompareAndAWrite();
         }
     }
 

@@ -155,6 +155,10 @@ class TckCatchesBrokenPluginsTest {
                                 + "NotSupportedException"),
                 Arguments.of(BrokenPlugins.StopsAcceptingSuite.class, "aMultiPluginWithstandsConcurrentCalls", "not accepted within"),
                 Arguments.of(BrokenPlugins.SwapsRegardlessSuite.class, "atomicsReachThePeersExportedRegion", "it must stay"),
+                Arguments.of(BrokenPlugins.AddsByAReadAndAWriteSuite.class, "atomicsFromSeveralEndpointsAtOnceLoseNoUpdate",
+                        "fetchAdd must be atomic"),
+                Arguments.of(BrokenPlugins.SwapsByACompareAndAWriteSuite.class, "atomicsFromSeveralEndpointsAtOnceLoseNoUpdate",
+                        "compareAndSwap must compare and replace atomically"),
                 Arguments.of(BrokenPlugins.DamagesPutsSuite.class, "rmaReachesThePeersExportedRegion",
                         "bytes put into the peer's region at offset 100: byte " + BrokenPlugins.DamagesPuts.WRONG + " of 10000 found in the "
                                 + "region as "),
