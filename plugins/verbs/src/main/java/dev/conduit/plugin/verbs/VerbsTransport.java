@@ -30,6 +30,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 
@@ -92,7 +93,9 @@ import java.util.function.Function;
  *       call already), and throws a {@link ConduitException} naming each one whose work requests it
  *       did not wait for. The
  *       call under way may then fail on what the close destroyed ({@link IllegalStateException}
- *       "... is closed": {@link FfmVerbs} waits for a library call under way and refuses later ones).</li>
+ *       "... is closed": {@link FfmVerbs} waits for a library call under way and refuses later ones). A
+ *       connection the call's liveness look retires is closed once, by whichever takes it out of the
+ *       inbound list first ({@link #lifecycle}); the look then throws "verbs transport is closed".</li>
  * </ul>
  */
 final class VerbsTransport implements Transport {
@@ -145,10 +148,21 @@ final class VerbsTransport implements Transport {
     private final int[] generations = new int[2 * MAX_CONNECTIONS];
     private final int inboundLimit;
     private final int outboundLimit;
-    private final List<VerbsEndpoint> endpoints = new ArrayList<>();
-    private final List<Inbound> inbounds = new ArrayList<>();
-    private final List<VerbsEndpoint> toReport = new ArrayList<>();
-    private final List<Inbound> toDrop = new ArrayList<>();
+    // Copy-on-write: a close forced from another thread (Conduit.close() past its wait for a call under way) changes them
+    // while the call walks them; an ArrayList's copy then met a removal half done (a null element, or one twice).
+    private final List<VerbsEndpoint> endpoints = new CopyOnWriteArrayList<>();
+    private final List<Inbound> inbounds = new CopyOnWriteArrayList<>();
+    private final List<VerbsEndpoint> toReport = new CopyOnWriteArrayList<>();
+    private final List<Inbound> toDrop = new CopyOnWriteArrayList<>();
+    /**
+     * Held to take an inbound connection in ({@link #adoptInbounds}) or out and close it
+     * ({@link #closeInbound}), to look at the endpoints' peers, and by the close over its walks of
+     * both lists. A close forced from another thread closed a departed peer's inbound that the
+     * call's liveness look was retiring at the same moment: both closed it, and the second close of
+     * its memory threw the JDK's bare "Already closed" out of the call. Never held while a sink or
+     * an application handler runs; taken after {@link #sendSide}, never before it.
+     */
+    private final Object lifecycle = new Object();
     private final FileDescriptor wake;
     private final FileDescriptor channelFd;
     private final FileDescriptor[] pollFds;
@@ -156,7 +170,8 @@ final class VerbsTransport implements Transport {
     private final int[] pollReturned = new int[2];
     private long progressCount;
     private long lastLiveness = System.nanoTime();
-    private boolean closed;
+    /** Volatile: a close forced from another thread sets it under a call, whose steps past each hand-back of the lock look at it. */
+    private volatile boolean closed;
     /** The device's asynchronous events that can fail connections, as {@link VerbsDomain#takeAsyncEvents} hands them to this transport. */
     private final VerbsDomain.Subscription asyncEvents;
     /**
@@ -491,12 +506,20 @@ final class VerbsTransport implements Transport {
 
     /** Takes the inbound connections the wire-up server built since the last call into their slots. */
     private int adoptInbounds() {
-        int n = 0;
-        for (Inbound in; (in = wireupServer.poll()) != null; n++) {
-            connections[in.slot] = in;
-            inbounds.add(in);
+        if (!wireupServer.handedOver()) {
+            return 0; // the common case, on every progress: no lock taken
         }
-        return n;
+        synchronized (lifecycle) {
+            if (closed) {
+                return 0; // the wire-up server's close closes what it handed over and nobody took
+            }
+            int n = 0;
+            for (Inbound in; (in = wireupServer.poll()) != null; n++) {
+                connections[in.slot] = in;
+                inbounds.add(in);
+            }
+            return n;
+        }
     }
 
     static long requestId(Connection c, int kind, int index) {
@@ -575,11 +598,10 @@ final class VerbsTransport implements Transport {
         int events = adoptInbounds();
         events += pollReceiveQueue();
         events += pollSendQueue();
-        for (int i = 0; i < inbounds.size(); i++) {
-            inbounds.get(i).announceCredits();
+        for (Inbound in : inbounds) {
+            in.announceCredits();
         }
-        for (int i = 0; i < endpoints.size(); i++) {
-            VerbsEndpoint e = endpoints.get(i);
+        for (VerbsEndpoint e : endpoints) {
             if (e.isConnecting()) {
                 events += e.advanceWireup();
             }
@@ -615,15 +637,13 @@ final class VerbsTransport implements Transport {
         toDrop.clear();
         Throwable failure = null;
         for (Inbound in : dropping) {
-            if (inbounds.contains(in)) {
-                try {
-                    retireInbound(in);
-                } catch (RuntimeException | Error e) {
-                    failure = add(failure, e);
-                }
+            try {
+                retireInbound(in);
+            } catch (RuntimeException | Error e) {
+                failure = add(failure, e);
             }
         }
-        rethrow(failure);
+        rethrow(failIfClosedUnder(failure));
         return n;
     }
 
@@ -717,7 +737,10 @@ final class VerbsTransport implements Transport {
                 failure = add(failure, t.failure());
             }
         }
-        for (Inbound in : List.copyOf(inbounds)) {
+        for (Inbound in : inbounds) {
+            if (closed) {
+                break;
+            }
             if (in.peerGone()) {
                 // Messages sent before the peer closed are on the receive queue already: deliver them first, all of them,
                 // also past a batch whose handling threw. Not past a poll that failed itself: a device in error fails every
@@ -740,10 +763,14 @@ final class VerbsTransport implements Transport {
                 events++;
             }
         }
-        for (VerbsEndpoint e : List.copyOf(endpoints)) {
-            events += e.checkPeer(now);
+        synchronized (lifecycle) {
+            if (!closed) {
+                for (VerbsEndpoint e : endpoints) {
+                    events += e.checkPeer(now);
+                }
+            }
         }
-        rethrow(failure);
+        rethrow(failIfClosedUnder(failure));
         return events;
     }
 
@@ -912,22 +939,36 @@ final class VerbsTransport implements Transport {
         return List.copyOf(inbounds);
     }
 
-    void closeInbound(Inbound in) {
-        inbounds.remove(in);
-        in.close();
+    /**
+     * Closes {@code in} if it is still among {@link #inbounds}, which it leaves: whoever takes it
+     * out closes it, once.
+     *
+     * @return whether this call closed it (also when the close threw)
+     */
+    private boolean closeInbound(Inbound in) {
+        synchronized (lifecycle) {
+            if (!inbounds.remove(in)) {
+                return false;
+            }
+            in.close();
+            return true;
+        }
     }
 
     /**
      * Closes an inbound connection that ended while the transport lives, then tells the sink that
      * its key delivers no more ({@link MessageSink#onSenderClosed}), also when the close failed:
      * the connection is out of the slot table either way. Once per connection: it leaves
-     * {@link #inbounds} here, and both callers take only connections still in it. The transport's
-     * own {@link #close()} closes its connections without this (the worker closes every endpoint).
+     * {@link #inbounds} here. The transport's own {@link #close()} closes its connections without
+     * this (the worker closes every endpoint); when that close, forced from another thread, took
+     * it first, this does nothing, and the caller throws the transport's "closed" ({@link #failIfClosedUnder}).
      */
     private void retireInbound(Inbound in) {
         Throwable failure = null;
         try {
-            closeInbound(in);
+            if (!closeInbound(in)) {
+                return; // retired already by an earlier step of this call, or closed by the transport's close (see the callers)
+            }
         } catch (RuntimeException | Error e) {
             failure = e;
         }
@@ -1027,8 +1068,8 @@ final class VerbsTransport implements Transport {
 
     /** Whether an inbound connection has buffers to announce once its credit write in flight completes. */
     private boolean creditsWaitForAWrite() {
-        for (int i = 0; i < inbounds.size(); i++) {
-            if (inbounds.get(i).awaitsCreditWrite()) {
+        for (Inbound in : inbounds) {
+            if (in.awaitsCreditWrite()) {
                 return true;
             }
         }
@@ -1037,8 +1078,8 @@ final class VerbsTransport implements Transport {
 
     /** Whether an endpoint has work requests posted whose completion was not polled yet. */
     private boolean sendsOutstanding() {
-        for (int i = 0; i < endpoints.size(); i++) {
-            if (endpoints.get(i).hasSendsOutstanding()) {
+        for (VerbsEndpoint e : endpoints) {
+            if (e.hasSendsOutstanding()) {
                 return true;
             }
         }
@@ -1062,8 +1103,25 @@ final class VerbsTransport implements Transport {
 
     private void ensureOpen() {
         if (closed) {
-            throw new IllegalStateException("verbs transport is closed");
+            throw closedError();
         }
+    }
+
+    private static IllegalStateException closedError() {
+        return new IllegalStateException("verbs transport is closed");
+    }
+
+    /**
+     * What a step that delivers (and so hands {@link #lifecycle} back while the application runs)
+     * throws once the transport was closed from another thread meanwhile: the transport's "closed",
+     * with what the step met on the way (a queue the close destroyed) suppressed in it; a failure
+     * of the JVM's own still comes first ({@link #add}). Else {@code failure} as it is.
+     */
+    private Throwable failIfClosedUnder(Throwable failure) {
+        if (!closed) {
+            return failure;
+        }
+        return failure == null ? closedError() : add(closedError(), failure);
     }
 
     /** Zeroed native memory for registration, page-aligned, owned by {@code arena}. */
@@ -1124,19 +1182,21 @@ final class VerbsTransport implements Transport {
      */
     private Throwable closeOwning(boolean owned, Throwable failure) {
         List<Throwable> connections = new ArrayList<>();
-        for (VerbsEndpoint e : List.copyOf(endpoints)) {
-            try {
-                e.close(owned);
-            } catch (RuntimeException | Error ex) {
-                connections.add(ex);
+        synchronized (lifecycle) {
+            for (VerbsEndpoint e : endpoints) {
+                try {
+                    e.close(owned);
+                } catch (RuntimeException | Error ex) {
+                    connections.add(ex);
+                }
             }
-        }
-        toDrop.clear();
-        for (Inbound in : List.copyOf(inbounds)) {
-            try {
-                closeInbound(in);
-            } catch (RuntimeException | Error ex) {
-                connections.add(ex);
+            toDrop.clear();
+            for (Inbound in : inbounds) {
+                try {
+                    closeInbound(in);
+                } catch (RuntimeException | Error ex) {
+                    connections.add(ex);
+                }
             }
         }
         // Before the queues: a queue pair left on them keeps them (and the protection domain) from being destroyed.

@@ -124,6 +124,11 @@ final class WireupServer implements AutoCloseable {
         return handoff.poll();
     }
 
+    /** Whether a connection the thread built waits to be taken: a look that takes no lock, before {@link #poll}. */
+    boolean handedOver() {
+        return !handoff.isEmpty();
+    }
+
     /** How many inbound slots are taken: by live connections, and by any whose queue pair could not be destroyed. */
     int slotsTaken() {
         int n = 0;

@@ -2065,6 +2065,59 @@ class LoopbackTransportTest {
                 .satisfiesAnyOf(t -> assertThat(t).isNull(), t -> assertThat(t).isInstanceOf(IllegalStateException.class));
     }
 
+    /**
+     * await's liveness look delivers the last messages of a connector that left, then retires its
+     * connection; Conduit.close() past its wait closes the worker from another thread meanwhile,
+     * and both closed that connection: the second close of its memory threw the JDK's bare
+     * "Already closed" out of await, naming neither the close nor the connection. Now the
+     * connection is closed once, by whichever comes first, and the look that finds the worker
+     * closed under it fails as every call on a closed transport does.
+     */
+    @Test
+    void aCloseFromAnotherThreadDuringAwaitsLivenessLookClosesTheDepartedPeersConnectionOnceAndTheLookSaysTheTransportIsClosed()
+            throws Exception {
+        TestWorker a = peer();
+        TestWorker b = peer("verbs.liveness.interval", "1ms");
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 1, a, b);
+        Inbound in = b.transport.inbounds().getFirst();
+        e.close();
+        awaitOrFail(in::peerGone, "the end of stream of the connector's wire-up connection");
+        // The first poll is await's look after arming the queue; the second, the liveness look's, for the departed peer.
+        verbs.holdPollAfter(b.transport.receiveQueue, 1);
+        AtomicReference<Throwable> awaitFailed = new AtomicReference<>();
+        Thread user = Thread.ofPlatform().name("worker-user").start(() -> {
+            try {
+                b.transport.await(60_000_000_000L);
+            } catch (Throwable t) {
+                awaitFailed.set(t);
+            }
+        });
+        AtomicReference<Throwable> closeFailed = new AtomicReference<>();
+        Thread closer = Thread.ofPlatform().name("conduit-close").unstarted(() -> {
+            try {
+                b.transport.close();
+            } catch (Throwable t) {
+                closeFailed.set(t);
+            }
+        });
+        try {
+            awaitOrFail(verbs::pollHeld, "the liveness look's poll held inside the library");
+            closer.start();
+            awaitOrFail(() -> !closer.isAlive(), "the close, while await's liveness look is under way");
+        } finally {
+            verbs.releaseHeldPoll();
+            user.join(60_000);
+            closer.join(60_000);
+        }
+
+        assertThat(closeFailed.get()).as("the close").isNull();
+        assertThat(awaitFailed.get()).as("await, whose look found the transport closed under it").isInstanceOf(IllegalStateException.class)
+                .hasMessage("verbs transport is closed");
+        assertThat(b.sendersClosed).as("senders retired: the close retires none").isEmpty();
+        assertThat(b.transport.inboundSlotsTaken()).as("inbound slots taken").isZero();
+    }
+
     /** Waits until {@code condition} holds; fails after a minute (a hang guard, not a measure). */
     private static void awaitOrFail(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
         long deadline = System.nanoTime() + 60_000_000_000L;

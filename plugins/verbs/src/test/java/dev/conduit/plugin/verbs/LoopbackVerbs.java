@@ -164,6 +164,8 @@ final class LoopbackVerbs implements Verbs {
     private Cq holdingQueue;
     /** Opened by {@link #releaseHeldPoll}: what the held poll waits for, outside the instance's lock. */
     private CountDownLatch pollRelease;
+    /** Polls of {@link #holdingQueue} still to pass before the one held. */
+    private int pollsBeforeHold;
     private boolean pollHeld;
     private int overlappingPolls;
 
@@ -311,7 +313,13 @@ final class LoopbackVerbs implements Verbs {
 
     /** Makes the next {@code ibv_poll_cq} of {@code queue} take its completions and then stay inside the call until {@link #releaseHeldPoll}. */
     synchronized void holdNextPoll(CompletionQueue queue) {
+        holdPollAfter(queue, 0);
+    }
+
+    /** As {@link #holdNextPoll}, for the poll of {@code queue} that comes after {@code polls} others of it, which return at once. */
+    synchronized void holdPollAfter(CompletionQueue queue, int polls) {
         holdingQueue = (Cq) queue;
+        pollsBeforeHold = polls;
         pollRelease = new CountDownLatch(1);
     }
 
@@ -794,7 +802,7 @@ final class LoopbackVerbs implements Verbs {
                     polling--;
                     throw e;
                 }
-                hold = holdingQueue == this ? pollRelease : null;
+                hold = holdingQueue == this && pollsBeforeHold-- == 0 ? pollRelease : null;
                 if (hold != null) {
                     holdingQueue = null;
                     pollHeld = true;
