@@ -95,7 +95,9 @@ import java.util.function.Function;
  *       call under way may then fail on what the close destroyed ({@link IllegalStateException}
  *       "... is closed": {@link FfmVerbs} waits for a library call under way and refuses later ones). A
  *       connection the call's liveness look retires is closed once, by whichever takes it out of the
- *       inbound list first ({@link #lifecycle}); the look then throws "verbs transport is closed".</li>
+ *       inbound list first ({@link #lifecycle}); the look then throws "verbs transport is closed". The
+ *       close waits for {@link #await}'s sleep, which it wakes, before it closes the descriptors
+ *       the sleep polls and reads ({@link #sleeping}).</li>
  * </ul>
  */
 final class VerbsTransport implements Transport {
@@ -168,6 +170,15 @@ final class VerbsTransport implements Transport {
     private final FileDescriptor[] pollFds;
     private final int[] pollEvents = {PollEvents.POLLIN, PollEvents.POLLIN};
     private final int[] pollReturned = new int[2];
+    /**
+     * Whether await is in its sleep: its poll of {@link #pollFds} and the reads of what woke it.
+     * The runtime wakes a sleeping await and closes the worker from another thread without waiting
+     * for it to return (Conduit.close() past its wait); a descriptor's check of being closed and
+     * the system call after it are two steps, so a close between them had the read reach a number
+     * the process had given to another file since (8 bytes of its data taken, or a block for
+     * ever). The close wakes a sleep under way and waits for this to drop before it closes them.
+     */
+    private volatile boolean sleeping;
     private long progressCount;
     private long lastLiveness = System.nanoTime();
     /** Volatile: a close forced from another thread sets it under a call, whose steps past each hand-back of the lock look at it. */
@@ -1044,16 +1055,22 @@ final class VerbsTransport implements Transport {
         long sleep = Math.min(timeoutNanos, livenessNanos);
         int millis = Libc.pollTimeoutMillis(sleep);
         boolean woken = false;
-        if (libc.poll(pollFds, pollEvents, pollReturned, millis) > 0) {
-            if (pollReturned[0] != 0) {
-                while (channel.takeEvent()) {
+        sleeping = true;
+        try {
+            ensureOpen(); // after the store: a close from another thread either sees this sleep and waits, or is seen here
+            if (libc.poll(pollFds, pollEvents, pollReturned, millis) > 0) {
+                if (pollReturned[0] != 0) {
+                    while (channel.takeEvent()) {
+                        woken = true;
+                    }
+                }
+                if (pollReturned[1] != 0) {
+                    libc.eventfdRead(wake);
                     woken = true;
                 }
             }
-            if (pollReturned[1] != 0) {
-                libc.eventfdRead(wake);
-                woken = true;
-            }
+        } finally {
+            sleeping = false;
         }
         if (woken) {
             return true;
@@ -1165,6 +1182,26 @@ final class VerbsTransport implements Transport {
     }
 
     /**
+     * Wakes an await asleep on another thread and waits for it to leave its sleep ({@link #sleeping}),
+     * before the wake-up eventfd and the completion channel (whose descriptor the sleep polls) are
+     * closed. Woken, the sleep ends at once: its reads do not block. A wake that fails (the eventfd's
+     * count full, which also wakes it) leaves the poll to its timeout, one liveness interval at most.
+     */
+    private void awaitSleepOver() {
+        if (!sleeping) {
+            return;
+        }
+        try {
+            libc.eventfdWrite(wake, 1);
+        } catch (RuntimeException e) {
+            // the poll's own timeout ends the sleep
+        }
+        while (sleeping) {
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
      * Takes the send queue, unless a call of the user's under way on another thread holds it
      * ({@link #sendSide}); waits for nothing. The worker's calls are serialised, so only
      * {@code Conduit.close()} closes it under one, and only after waiting a second for that call to
@@ -1227,6 +1264,7 @@ final class VerbsTransport implements Transport {
                 failure = add(failure, t.failure());
             }
         }
+        awaitSleepOver();
         List<AutoCloseable> resources = List.of(wake, receiveQueue, sendQueue, channel);
         for (AutoCloseable c : resources) {
             try {

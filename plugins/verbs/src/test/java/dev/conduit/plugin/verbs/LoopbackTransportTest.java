@@ -2118,6 +2118,79 @@ class LoopbackTransportTest {
         assertThat(b.transport.inboundSlotsTaken()).as("inbound slots taken").isZero();
     }
 
+    /**
+     * The runtime wakes a worker asleep in await and closes it from another thread without waiting
+     * for the sleep to end (Conduit.close() past its wait). The close closed the wake-up eventfd
+     * while await, back from its poll, had still to read it: the read found the descriptor closed
+     * at best, and at worst, its number given meanwhile to another file of the process, read 8
+     * bytes of that file's data (or blocked on it for ever). The close now wakes a sleep under way
+     * and waits for it to leave before it closes the descriptors the sleep uses.
+     */
+    @Test
+    void aCloseFromAnotherThreadWaitsForAnAwaitBackFromItsPollBeforeItClosesTheDescriptorsItReads() throws Exception {
+        java.util.concurrent.CountDownLatch pollReturned = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicInteger wakes = new java.util.concurrent.atomic.AtomicInteger();
+        List<Boolean> readOpen = java.util.Collections.synchronizedList(new ArrayList<>());
+        dev.conduit.linux.Libc real = dev.conduit.linux.Linux.libc();
+        dev.conduit.linux.Libc holding = (dev.conduit.linux.Libc) java.lang.reflect.Proxy.newProxyInstance(
+                dev.conduit.linux.Libc.class.getClassLoader(), new Class<?>[] {dev.conduit.linux.Libc.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("eventfdRead")) {
+                        readOpen.add(((dev.conduit.linux.FileDescriptor) args[0]).isOpen());
+                    }
+                    if (method.getName().equals("eventfdWrite")) {
+                        wakes.incrementAndGet();
+                    }
+                    try {
+                        return method.invoke(real, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    } finally {
+                        if (method.getName().equals("poll") && args.length == 4 && pollReturned.getCount() > 0) {
+                            pollReturned.countDown(); // back from the poll, the wake-up eventfd readable: held before reading it
+                            release.await();
+                        }
+                    }
+                });
+        VerbsDomain.Holder domains = new VerbsDomain.Holder(library -> verbs, VerbsDomain.SYSFS);
+        dev.conduit.tck.TestContext context = dev.conduit.tck.TestContext.of("verbs.wireup.address", "127.0.0.1");
+        VerbsDomain domain = domains.acquire(context.config(), context.logger());
+        VerbsTransport transport = new VerbsTransport(domains, domain,
+                context.forTransport(dev.conduit.spi.ThreadMode.SINGLE, (id, hb, ho, hl, pb, po, pl) -> { }), holding);
+        transport.signal(); // as the runtime wakes the sleeper before it closes the worker
+        AtomicReference<Object> awaited = new AtomicReference<>();
+        Thread user = Thread.ofPlatform().name("worker-user").start(() -> {
+            try {
+                awaited.set(transport.await(60_000_000_000L));
+            } catch (Throwable t) {
+                awaited.set(t);
+            }
+        });
+        AtomicReference<Throwable> closeFailed = new AtomicReference<>();
+        Thread closer = Thread.ofPlatform().name("conduit-close").unstarted(() -> {
+            try {
+                transport.close();
+            } catch (Throwable t) {
+                closeFailed.set(t);
+            }
+        });
+        try {
+            assertThat(pollReturned.await(60, java.util.concurrent.TimeUnit.SECONDS)).as("await's poll returned").isTrue();
+            closer.start();
+            // Closed by now, or waiting for the sleep, which its own wake (a second write) tells.
+            awaitOrFail(() -> !closer.isAlive() || wakes.get() > 1, "the close, or its wake of the sleep under way");
+        } finally {
+            release.countDown();
+            user.join(60_000);
+            closer.join(60_000);
+        }
+
+        assertThat(readOpen).as("whether the wake-up eventfd was open when await read it").containsExactly(true);
+        assertThat(awaited.get()).as("await, woken").isEqualTo(true);
+        assertThat(closeFailed.get()).as("the close").isNull();
+        assertThat(verbs.openObjects()).as("queues and channel left open").isZero();
+    }
+
     /** Waits until {@code condition} holds; fails after a minute (a hang guard, not a measure). */
     private static void awaitOrFail(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
         long deadline = System.nanoTime() + 60_000_000_000L;
