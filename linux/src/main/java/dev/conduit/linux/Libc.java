@@ -240,6 +240,45 @@ public interface Libc {
     /** {@code f_type} of {@code statfs(2)} for ramfs, as {@link FileSystemSpace#type}. */
     long RAMFS_MAGIC = 0x858458f6L;
 
+    // File systems that more than one kernel may see at once (another host's, a VM's host or guest), each through a page
+    // cache of its own: a file mapped MAP_SHARED through them is shared memory only among the processes of one kernel.
+
+    /** {@code f_type} of {@code statfs(2)} for NFS (every version), as {@link FileSystemSpace#type}. */
+    long NFS_SUPER_MAGIC = 0x6969L;
+
+    /** {@code f_type} of {@code statfs(2)} for the old smbfs, as {@link FileSystemSpace#type}. */
+    long SMB_SUPER_MAGIC = 0x517BL;
+
+    /** {@code f_type} of {@code statfs(2)} for CIFS (the cifs client), as {@link FileSystemSpace#type}. */
+    long CIFS_SUPER_MAGIC = 0xFF534D42L;
+
+    /** {@code f_type} of {@code statfs(2)} for SMB2/3 (the smb3 client), as {@link FileSystemSpace#type}. */
+    long SMB2_SUPER_MAGIC = 0xFE534D42L;
+
+    /** {@code f_type} of {@code statfs(2)} for CephFS, as {@link FileSystemSpace#type}. */
+    long CEPH_SUPER_MAGIC = 0x00c36400L;
+
+    /** {@code f_type} of {@code statfs(2)} for 9p (v9fs: a VM's share from its host without DAX), as {@link FileSystemSpace#type}. */
+    long V9FS_MAGIC = 0x01021997L;
+
+    /** {@code f_type} of {@code statfs(2)} for FUSE, virtiofs among its file systems, as {@link FileSystemSpace#type}. */
+    long FUSE_SUPER_MAGIC = 0x65735546L;
+
+    /** {@code f_type} of {@code statfs(2)} for the AFS client (kAFS), as {@link FileSystemSpace#type}. */
+    long AFS_SUPER_MAGIC = 0x5346414FL;
+
+    /** {@code f_type} of {@code statfs(2)} for AFS's dynamic root and OpenAFS, as {@link FileSystemSpace#type}. */
+    long AFS_FS_MAGIC = 0x6B414653L;
+
+    /** {@code f_type} of {@code statfs(2)} for Coda, as {@link FileSystemSpace#type}. */
+    long CODA_SUPER_MAGIC = 0x73757245L;
+
+    /** {@code f_type} of {@code statfs(2)} for OCFS2, a cluster file system on a disk several hosts mount, as {@link FileSystemSpace#type}. */
+    long OCFS2_SUPER_MAGIC = 0x7461636fL;
+
+    /** {@code f_type} of {@code statfs(2)} for GFS2, a cluster file system on a disk several hosts mount, as {@link FileSystemSpace#type}. */
+    long GFS2_MAGIC = 0x01161970L;
+
     /**
      * {@code fstatfs(2)}'s {@code f_type}: the kind of file system that holds an open file, such as
      * {@link #HUGETLBFS_MAGIC}. Tells what {@code fstat} cannot: a memfd of huge pages from one of

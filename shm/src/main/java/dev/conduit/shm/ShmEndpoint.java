@@ -812,7 +812,9 @@ final class ShmEndpoint implements TransportEndpoint {
                     fail(Reason.HUNG, transport.plugin() + ": peer worker is hung: " + (waitingForRing ? "this connection's bounce ring" : "its queue")
                             + " stayed full and it made no progress for "
                             + (now - waitingSince) / 1_000_000 + " ms (" + key + ")" + unreadWhileHung()
-                            + "; raise " + key + " for a peer that is only slow or paused, or connect to it again once it progresses");
+                            + "; raise " + key + " for a peer that is only slow or paused, or connect to it again once it progresses"
+                            + transport.underAnotherKernel("If the peer runs under another kernel, it may be alive and never see "
+                                    + "what this worker writes"));
                     return true;
                 }
             }

@@ -181,6 +181,12 @@ public final class ShmTransport implements Transport {
     private final ShmTransportConfig config;
     private final MemoryProvider provider;
     private final IpcImporter importer;
+    /**
+     * Why a peer under another kernel is not reached through the files this transport maps (their file system is seen by
+     * other kernels too, each through a page cache of its own), for the failures such a peer meets; null where one kernel
+     * alone sees them or no peer under another is ever connected (memfd: its socket does not cross kernels).
+     */
+    private final String acrossKernels;
     private final SharedDirectory directory;
     /** Which directory {@link #directory} is, as this worker's address says. */
     private final DirectoryIdentity directoryIdentity;
@@ -568,7 +574,19 @@ public final class ShmTransport implements Transport {
      */
     public ShmTransport(String plugin, Libc libc, TransportContext context, ShmTransportConfig config,
                         MemoryProvider provider, IpcImporter importer) {
+        this(plugin, libc, context, config, provider, importer, null);
+    }
+
+    /**
+     * Like {@link #ShmTransport(String, Libc, TransportContext, ShmTransportConfig, MemoryProvider, IpcImporter)}, over
+     * queues and rings that are files of a file system other kernels may see too: {@code acrossKernels} says so, why a
+     * peer under another kernel cannot be reached through them and what to do. A connect refused for a token its queue
+     * does not hold and an endpoint failed as hung add it, as their likely cause where the peer runs under another kernel.
+     */
+    public ShmTransport(String plugin, Libc libc, TransportContext context, ShmTransportConfig config,
+                        MemoryProvider provider, IpcImporter importer, String acrossKernels) {
         this.plugin = plugin;
+        this.acrossKernels = acrossKernels;
         this.libc = libc;
         this.context = context;
         this.config = config;
@@ -768,6 +786,14 @@ public final class ShmTransport implements Transport {
         return plugin;
     }
 
+    /**
+     * {@code failure}'s likely cause where the peer runs under another kernel, to end a message with: "{@code . failure:
+     * acrossKernels}"; empty where no such peer can be the cause ({@link #acrossKernels} is null).
+     */
+    String underAnotherKernel(String failure) {
+        return acrossKernels == null ? "" : ". " + failure + ": " + acrossKernels;
+    }
+
     /** The prefix of the leases of {@code plugin}'s workers ({@link OwnerLease#isLeaseOf(String, String)}). */
     private static String workerLeasePrefix(String plugin) {
         return "conduit-" + plugin + "-worker";
@@ -880,7 +906,8 @@ public final class ShmTransport implements Transport {
                 throw new ConduitException(plugin + ": cannot reach the peer: " + e.getMessage() + (e instanceof ReceiveQueue.OtherLayoutVersion
                         ? "" : "; the chunk its address names (lease " + leaseName + ") is not that worker's receive queue: the address was "
                         + "altered or forged, or put together from two addresses, or a process that maps the queue overwrote its header. "
-                        + "Connect with the address the peer's worker gives now (Worker.address().toBytes())"), e);
+                        + "Connect with the address the peer's worker gives now (Worker.address().toBytes())" + underAnotherKernel(
+                        "If the peer runs under another kernel, its queue's header may not have reached this one at all")), e);
             }
             if (peerQueue.isClosing()) throw readsNothingMore(peerQueue, leaseName);
             // Not an id this worker's count came round to while it is still taken: the receiver would take the two

@@ -118,6 +118,18 @@ class AbiTest {
         checked += compare(mismatches, "const.HUGETLBFS_MAGIC", Libc.HUGETLBFS_MAGIC);
         checked += compare(mismatches, "const.TMPFS_MAGIC", Libc.TMPFS_MAGIC);
         checked += compare(mismatches, "const.RAMFS_MAGIC", Libc.RAMFS_MAGIC);
+        checked += compare(mismatches, "const.NFS_SUPER_MAGIC", Libc.NFS_SUPER_MAGIC);
+        checked += compare(mismatches, "const.SMB_SUPER_MAGIC", Libc.SMB_SUPER_MAGIC);
+        checked += compare(mismatches, "const.CIFS_SUPER_MAGIC", Libc.CIFS_SUPER_MAGIC);
+        checked += compare(mismatches, "const.SMB2_SUPER_MAGIC", Libc.SMB2_SUPER_MAGIC);
+        checked += compare(mismatches, "const.CEPH_SUPER_MAGIC", Libc.CEPH_SUPER_MAGIC);
+        checked += compare(mismatches, "const.V9FS_MAGIC", Libc.V9FS_MAGIC);
+        checked += compare(mismatches, "const.FUSE_SUPER_MAGIC", Libc.FUSE_SUPER_MAGIC);
+        checked += compare(mismatches, "const.AFS_SUPER_MAGIC", Libc.AFS_SUPER_MAGIC);
+        checked += compare(mismatches, "const.AFS_FS_MAGIC", Libc.AFS_FS_MAGIC);
+        checked += compare(mismatches, "const.CODA_SUPER_MAGIC", Libc.CODA_SUPER_MAGIC);
+        checked += compare(mismatches, "const.OCFS2_SUPER_MAGIC", Libc.OCFS2_SUPER_MAGIC);
+        checked += compare(mismatches, "const.GFS2_MAGIC", Libc.GFS2_MAGIC);
         assertThat(mismatches).as("Java constant vs C header").isEmpty();
         assertThat(checked).as("constants compared").isGreaterThan(80);
     }

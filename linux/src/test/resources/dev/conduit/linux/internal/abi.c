@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <linux/gfs2_ondisk.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 #include <poll.h>
@@ -90,6 +91,9 @@ int main(void) {
 
     /* Internal constants (dev.conduit.linux.internal.Abi). */
     CONST(SYS_futex); CONST(SYS_openat2); CONST(SYS_fstat); CONST(SYS_memfd_create); CONST(SYS_getdents64); CONST(SYS_statx); CONST(STATX_BTIME); CONST(FUTEX_WAIT); CONST(FUTEX_WAKE); CONST(HUGETLBFS_MAGIC); CONST(TMPFS_MAGIC); CONST(RAMFS_MAGIC);
+    CONST(NFS_SUPER_MAGIC); CONST(SMB_SUPER_MAGIC); CONST(CIFS_SUPER_MAGIC); CONST(SMB2_SUPER_MAGIC); CONST(CEPH_SUPER_MAGIC);
+    CONST(V9FS_MAGIC); CONST(FUSE_SUPER_MAGIC); CONST(AFS_SUPER_MAGIC); CONST(AFS_FS_MAGIC); CONST(CODA_SUPER_MAGIC);
+    CONST(OCFS2_SUPER_MAGIC); CONST(GFS2_MAGIC);
     CONST(F_GETFL); CONST(F_SETFL); CONST(F_ADD_SEALS); CONST(F_GET_SEALS); CONST(MAP_FAILED);
     return 0;
 }

@@ -48,6 +48,9 @@ import java.util.Set;
  * {@code size=}, which reports none either, that the kernel's pool of huge pages bounds it</td></tr>
  * <tr><td>{@code page size}</td><td>chunk size and alignment unit: the huge page size on a hugetlbfs mount</td></tr>
  * <tr><td>{@code hugepages}</td><td>on a hugetlbfs mount only: the kernel's pool of huge pages ({@link HugePages#describe})</td></tr>
+ * <tr><td>{@code across kernels}</td><td>on a file system other kernels may see too (NFS, SMB, CephFS, 9p, FUSE and virtiofs,
+ * AFS, Coda, OCFS2, GFS2) only: that memory through it is shared only among processes of one kernel
+ * ({@link #acrossKernels}), also logged as a WARNING</td></tr>
  * <tr><td>{@code live owners}</td><td>posix providers (of any process) whose lease is held</td></tr>
  * <tr><td>{@code dead owners}</td><td>leases nobody holds: files the next provider to open reclaims</td></tr>
  * <tr><td>{@code unreadable leases}</td><td>leases of other users, which this user cannot check (only when there are any)</td></tr>
@@ -66,6 +69,11 @@ final class DirectoryProbe {
     }
 
     static Availability probe(PluginContext context) {
+        return probe(context, Linux.libc());
+    }
+
+    /** {@link #probe(PluginContext)} through {@code libc}, which tests may put a fake in front of. */
+    static Availability probe(PluginContext context, Libc libc) {
         Availability linux = Linux.availability();
         if (!linux.isAvailable()) return linux;
         Map<String, String> details = new LinkedHashMap<>(linux.details());
@@ -79,7 +87,6 @@ final class DirectoryProbe {
         Path path = config.directory();
         details.put("directory", path.toString());
         details.put("directory set by", config.directorySetBy());
-        Libc libc = Linux.libc();
         SharedDirectory directory;
         try {
             directory = SharedDirectory.open(libc, path, config.directoryKeys());
@@ -123,6 +130,13 @@ final class DirectoryProbe {
                 details.put("free bytes", freeBytes(libc, directory, fileSystem));
             }
             details.put("file system", fileSystem(libc, directory, fileSystem.type()));
+            String acrossKernels = acrossKernels(libc, directory, fileSystem.type(), config.directoryKeys());
+            if (acrossKernels != null) {
+                // Not ruled out: processes of one kernel share these pages (two of a host on its NFS mount, two containers of
+                // one VM on its virtiofs share), and nothing here can tell whether the peers will be of one (docs/decisions.md).
+                details.put("across kernels", acrossKernels);
+                context.logger().log(System.Logger.Level.WARNING, acrossKernels);
+            }
             boolean hugetlbfs = fileSystem.type() == Libc.HUGETLBFS_MAGIC;
             details.put("page size", Long.toString(hugetlbfs ? fileSystem.blockSize() : PageSize.get()));
             if (hugetlbfs) details.put("hugepages", HugePages.read(Meminfo.PATH).describe());
@@ -194,6 +208,42 @@ final class DirectoryProbe {
 
     /** File systems that keep files in memory only ({@code statfs}'s {@code f_type}): a chunk there costs no disk writes. */
     private static final Set<Long> MEMORY_FILE_SYSTEMS = Set.of(Libc.TMPFS_MAGIC, Libc.RAMFS_MAGIC, Libc.HUGETLBFS_MAGIC);
+
+    /**
+     * File systems ({@code statfs}'s {@code f_type}) that other kernels may see too, each through a page cache of its own, and
+     * what they are: a file mapped {@code MAP_SHARED} there is shared memory only among the processes of one kernel.
+     */
+    private static final Map<Long, String> SEEN_BY_OTHER_KERNELS = Map.ofEntries(
+            Map.entry(Libc.NFS_SUPER_MAGIC, "NFS"),
+            Map.entry(Libc.SMB_SUPER_MAGIC, "SMB"),
+            Map.entry(Libc.CIFS_SUPER_MAGIC, "SMB/CIFS"),
+            Map.entry(Libc.SMB2_SUPER_MAGIC, "SMB2/3"),
+            Map.entry(Libc.CEPH_SUPER_MAGIC, "CephFS"),
+            Map.entry(Libc.V9FS_MAGIC, "9p"),
+            Map.entry(Libc.FUSE_SUPER_MAGIC, "FUSE, virtiofs among them"),
+            Map.entry(Libc.AFS_SUPER_MAGIC, "AFS"),
+            Map.entry(Libc.AFS_FS_MAGIC, "AFS"),
+            Map.entry(Libc.CODA_SUPER_MAGIC, "Coda"),
+            Map.entry(Libc.OCFS2_SUPER_MAGIC, "OCFS2, a cluster file system"),
+            Map.entry(Libc.GFS2_MAGIC, "GFS2, a cluster file system"));
+
+    /**
+     * Where the file system of {@code type} ({@code f_type}) that holds {@code directory}'s descriptor is one other kernels may
+     * see too (another host; a VM and its host), that memory through it is shared only among processes of one kernel, what a
+     * peer under another kernel meets, and what to set ({@code directoryKeys}); null on any other file system. The probe warns
+     * of it, and the transport adds it to the failures such a peer meets (ShmTransport's {@code acrossKernels}).
+     */
+    static String acrossKernels(Libc libc, SharedDirectory directory, long type, String directoryKeys) {
+        String kind = SEEN_BY_OTHER_KERNELS.get(type);
+        if (kind == null) return null;
+        return "the chunk directory " + directory.path() + " is on " + name(libc, directory, type) + " (" + kind + "), which other "
+                + "kernels may see too (another host's, a VM's and its host's), each through a page cache of its own: memory mapped "
+                + "through it is shared only among processes of one kernel (a virtiofs share mounted with dax excepted). A peer "
+                + "under another kernel maps a copy: a connect to it is refused as an altered address, or its messages go nowhere "
+                + "until its endpoint fails as hung, and a region imported there is not the producer's memory. For peers under two "
+                + "kernels set " + directoryKeys + " to a tmpfs directory one kernel shares with both, or reach the peer through a "
+                + "transport that crosses hosts (verbs)";
+    }
 
     private static final String WRITTEN_BACK = ": chunk pages are written back to its storage; a tmpfs such as /dev/shm keeps them in memory";
 

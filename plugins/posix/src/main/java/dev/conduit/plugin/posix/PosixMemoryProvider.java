@@ -103,6 +103,8 @@ final class PosixMemoryProvider implements MemoryProvider {
     private final long pageSize;
     /** {@link DirectoryProbe#writtenBack} of that file system; null on a memory file system. */
     private final String writtenBack;
+    /** {@link DirectoryProbe#acrossKernels} of that file system; null on one no other kernel sees. */
+    private final String acrossKernels;
     /** {@code conduit-posix-<owner>-}: the start of this provider's file names, which tells its chunks from others'. */
     private final String ownFilePrefix;
     /** Which directory the chunks are in, as handles carry it: an import that finds no file says whether it looked there. */
@@ -142,6 +144,7 @@ final class PosixMemoryProvider implements MemoryProvider {
         this.hugePages = fileSystem.type() == Libc.HUGETLBFS_MAGIC;
         this.pageSize = hugePages ? fileSystem.blockSize() : PageSize.get();
         this.writtenBack = DirectoryProbe.writtenBack(libc, directory, fileSystem.type());
+        this.acrossKernels = DirectoryProbe.acrossKernels(libc, directory, fileSystem.type(), directoryKeys);
         this.ownFilePrefix = FILE_PREFIX + "-" + lease.owner() + "-";
         this.directoryIdentity = DirectoryIdentity.of(libc, directory.fd());
     }
@@ -217,6 +220,11 @@ final class PosixMemoryProvider implements MemoryProvider {
     /** {@link DirectoryProbe#writtenBack} of the file system chunks are created on; null on a memory file system. */
     String fileSystemWrittenBack() {
         return writtenBack;
+    }
+
+    /** {@link DirectoryProbe#acrossKernels} of the file system chunks are created on; null on one no other kernel sees. */
+    String acrossKernels() {
+        return acrossKernels;
     }
 
     @Override

@@ -1,5 +1,6 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.linux.Libc;
 import dev.conduit.linux.Linux;
 import dev.conduit.shm.ShmPlugins;
 import dev.conduit.shm.ShmTransport;
@@ -153,7 +154,18 @@ public final class PosixPlugin implements ConduitPlugin {
     @Override
     public Transport openTransport(TransportContext context) {
         DirectoryProbe.requireOffered(context, Capability.AM, "transport");
-        return new ShmTransport(name(), Linux.libc(), context, ShmTransportConfig.read(context.config(), name()),
-                openMemoryProvider(context), new PosixImporter(Linux.libc(), PosixConfig.of(context), false));
+        return openTransport(context, Linux.libc());
+    }
+
+    /**
+     * {@link #openTransport(TransportContext)} through {@code libc}, which tests may put a fake in front of. Its failures
+     * add what the chunk directory's file system means for a peer under another kernel ({@link DirectoryProbe#acrossKernels}).
+     */
+    Transport openTransport(TransportContext context, Libc libc) {
+        ShmTransportConfig config = ShmTransportConfig.read(context.config(), name());
+        PosixImporter importer = new PosixImporter(libc, PosixConfig.of(context), false);
+        PosixMemoryProvider provider = PosixMemoryProvider.open(context, libc);
+        tellIfWrittenBack(provider, context.logger());
+        return new ShmTransport(name(), libc, context, config, provider, importer, provider.acrossKernels());
     }
 }

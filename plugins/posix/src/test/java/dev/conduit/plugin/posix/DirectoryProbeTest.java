@@ -1,5 +1,7 @@
 package dev.conduit.plugin.posix;
 
+import dev.conduit.linux.FileSystemSpace;
+import dev.conduit.linux.Libc;
 import dev.conduit.linux.PageSize;
 import dev.conduit.spi.Availability;
 import dev.conduit.spi.MemoryProvider;
@@ -92,6 +94,44 @@ class DirectoryProbeTest {
                         + "shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) to a directory on one");
             }
         }
+    }
+
+    /**
+     * A chunk directory on a file system other kernels may see too (NFS between hosts; a VM's virtiofs, which is FUSE, or 9p
+     * share of its host's directory; SMB) works among the processes of one kernel, and the probe says in a WARNING and in
+     * {@code conduit info} that memory through it is shared only there, naming the file system, the directory and the keys
+     * to set. It said only that chunk pages are written back to its storage: two workers under two kernels connected and
+     * their messages went nowhere (each kernel keeps a page cache of its own) until an endpoint failed as hung. The kernel's
+     * answer is played by the directory's {@code fstatfs}, as such a mount would give it.
+     */
+    @org.junit.jupiter.params.ParameterizedTest(name = "f_type {0}")
+    @org.junit.jupiter.params.provider.ValueSource(longs = {Libc.NFS_SUPER_MAGIC, Libc.FUSE_SUPER_MAGIC, Libc.V9FS_MAGIC,
+            Libc.CIFS_SUPER_MAGIC, Libc.SMB2_SUPER_MAGIC, Libc.CEPH_SUPER_MAGIC})
+    void aDirectoryOnAFileSystemOtherKernelsMaySeeIsUsableAndSaysItsMemoryIsSharedOnlyWithinOneKernel(long type) {
+        Libc libc = FailingLibc.answeringFor("fileSystemSpace", args -> true, new FileSystemSpace(type, 4096, 1L << 30, 1L << 29));
+        dev.conduit.tck.RecordingLogger logger = new dev.conduit.tck.RecordingLogger();
+
+        Availability availability = DirectoryProbe.probe(TestContext.of(shared).withLogger(logger), libc);
+
+        assertThat(availability.isAvailable()).as(availability.reason()).isTrue();
+        assertThat(availability.unsupportedHere()).as("processes of one kernel share its pages: nothing is ruled out").isEmpty();
+        String acrossKernels = availability.details().get("across kernels");
+        assertThat(acrossKernels).as("the detail conduit info shows").isNotNull()
+                .startsWith("the chunk directory " + shared + " is on ")
+                .contains("which other kernels may see too")
+                .contains("memory mapped through it is shared only among processes of one kernel")
+                .contains("messages go nowhere until its endpoint fails as hung")
+                .contains("set shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) to a tmpfs directory");
+        assertThat(logger.warnings()).containsExactly(acrossKernels);
+    }
+
+    /** On a tmpfs, which no other kernel sees, nothing of the kind is said. */
+    @Test
+    void aDirectoryOnTmpfsSaysNothingOfOtherKernels() {
+        dev.conduit.tck.RecordingLogger logger = new dev.conduit.tck.RecordingLogger();
+        Availability availability = plugin.probe(TestContext.of(shared).withLogger(logger));
+        assertThat(availability.details()).doesNotContainKey("across kernels");
+        assertThat(logger.warnings()).isEmpty();
     }
 
     private static String fileStoreType(Path directory) {

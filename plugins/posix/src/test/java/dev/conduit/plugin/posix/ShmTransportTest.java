@@ -4582,6 +4582,67 @@ class ShmTransportTest {
     }
 
     /**
+     * A posix transport over a chunk directory on a file system other kernels may see too (here NFS, told by the directory's
+     * {@code fstatfs} as such a mount would give it): a receiver under another kernel reads a copy of its queue, so what the
+     * sender writes never reaches it and the sender finds the queue full until the endpoint fails as hung. The failure now
+     * adds that likely cause, naming the file system's directory and the keys to set; it said only that the peer was hung,
+     * sending the operator to heartbeat.timeout for a peer that was alive and busy.
+     */
+    @Test
+    void aPeerJudgedHungOverADirectoryOtherKernelsMaySeeIsToldThatItMayBeUnderAnotherKernel() {
+        Transport receiver = transport(new Received(), "posix.queue.size", "64k");
+        Transport sender = overNfs("posix.liveness.interval", "1ms", "posix.heartbeat.timeout", "50ms");
+        AtomicReference<PeerFailedException> failure = new AtomicReference<>();
+        TransportEndpoint ep = connect(sender, receiver, failure::set);
+        int sent = 0;
+        while (ep.trySend(1, MemorySegment.NULL, bytes(8, 1))) sent++;
+        assertThat(sent).as("small messages that fill the receiver's queue").isPositive();
+
+        untilFailed(sender, failure); // the receiver makes no progress, as one that never sees the queue would not
+        assertThat(failure.get().reason()).isEqualTo(PeerFailedException.Reason.HUNG);
+        assertThat(failure.get()).hasMessageContaining("its queue stayed full")
+                .hasMessageContaining("or connect to it again once it progresses. If the peer runs under another kernel, it may be "
+                        + "alive and never see what this worker writes: the chunk directory " + shared + " is on ")
+                .hasMessageContaining("memory mapped through it is shared only among processes of one kernel")
+                .hasMessageEndingWith("For peers under two kernels set shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) "
+                        + "to a tmpfs directory one kernel shares with both, or reach the peer through a transport that crosses hosts (verbs)");
+    }
+
+    /**
+     * A connect over such a directory that finds no receive queue where the address names one (a peer under another kernel
+     * whose queue's header this kernel has not been sent: it reads zeros, or an old header) is refused as an altered
+     * address, and now adds that the peer may run under another kernel and what the file system means; it named only a
+     * forged or pieced-together address, and the remedy it gave (take the address anew) fails the same way.
+     */
+    @Test
+    void aConnectRefusedForAQueueWithoutItsTokenOverADirectoryOtherKernelsMaySeeSaysThePeerMayBeUnderAnotherKernel() {
+        Transport receiver = transport(new Received());
+        Transport sender = overNfs();
+        byte[] address = receiver.address();
+        address[address.length - 3 * Long.BYTES - 1] ^= 1; // the token's last byte (the directory's identity follows it)
+
+        assertThatThrownBy(() -> sender.connect(new PayloadReader(address), cause -> { }))
+                .isExactlyInstanceOf(ConduitException.class)
+                .hasMessageContaining("the address was altered or forged")
+                .hasMessageContaining("Connect with the address the peer's worker gives now (Worker.address().toBytes()). If the peer "
+                        + "runs under another kernel, its queue's header may not have reached this one at all: the chunk directory "
+                        + shared + " is on ")
+                .hasMessageContaining("posix.dir (CONDUIT_POSIX_DIR)");
+        assertThatThrownBy(() -> transport(new Received()).connect(new PayloadReader(address), cause -> { }))
+                .as("over a tmpfs, no other kernel is named").hasMessageEndingWith("(Worker.address().toBytes())");
+    }
+
+    /** A posix transport whose chunk directory's {@code fstatfs} says NFS, as an NFS mount's would. */
+    private Transport overNfs(String... keyValues) {
+        Libc nfs = FailingLibc.answeringFor("fileSystemSpace", args -> true,
+                new dev.conduit.linux.FileSystemSpace(Libc.NFS_SUPER_MAGIC, 4096, 1L << 30, 1L << 29));
+        Transport t = new PosixPlugin().openTransport(TestContext.of(shared, keyValues).forTransport(ThreadMode.SERIALIZED,
+                new Received()), nfs);
+        open.add(t);
+        return t;
+    }
+
+    /**
      * A sender refused room in the receiver's queue that then sends nothing more on the endpoint
      * (the runtime's send whose encoder threw after the transport refused to encode in place leaves
      * nothing in the local queue to send again) does not judge the receiver hung once the receiver
