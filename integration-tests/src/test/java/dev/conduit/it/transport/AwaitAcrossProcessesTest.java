@@ -13,7 +13,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -130,33 +129,14 @@ class AwaitAcrossProcessesTest {
             child.connect("w", "back", worker.address());
             child.echo("w", "back");
             Endpoint ep = worker.connect(remote);
-            MemorySegment header = Traffic.newHeader();
-            long awaits = 0;
-            long ranOut = 0;
-            long wokeBeforeTheEcho = 0;
-            for (long n = 0; n < rounds && ranOut == 0 && !ep.isFailed(); n++) {
-                ep.send(Traffic.DATA, Traffic.header(header, stream, Traffic.Profile.SMALL, n), Traffic.payload(stream, Traffic.Profile.SMALL, n));
-                long waitingSince = System.nanoTime();
-                while (echoes.received(stream) <= n && ranOut == 0 && !ep.isFailed()) {
-                    awaits++;
-                    boolean woke = worker.await(Duration.ofSeconds(10));
-                    worker.progress();
-                    // Lost: slept its whole timeout with the echo there, which the progress after it delivered. One that ran
-                    // out before the echo came (the child kept off the processor for 10 s) lost nothing, and waits on.
-                    if (!woke && echoes.received(stream) > n) ranOut++;
-                    if (woke && echoes.received(stream) <= n) wokeBeforeTheEcho++;
-                    if (System.nanoTime() - waitingSince > GUARD.toNanos()) {
-                        throw new AssertionError("no echo of round trip " + n + " for the hang guard of " + GUARD);
-                    }
-                }
-            }
+            Traffic.Asleep asleep = Traffic.pingPongAsleep(worker, ep, stream, rounds, echoes, GUARD);
             Setup.report("%s await in a ping-pong: %d round trips, %d awaits, %d ran out (false), %d woke before the echo", plugin,
-                    echoes.received(stream), awaits, ranOut, wokeBeforeTheEcho);
-            assertThat(ranOut).as("awaits that slept their whole 10 s with the echo waiting: lost wake-ups (at %d of %d round trips)",
-                    echoes.received(stream), rounds).isZero();
-            assertThat(wokeBeforeTheEcho).as("awaits that returned true before the echo came, in %d awaits for %d round trips: "
-                    + "more than one per round trip is an await that does not sleep", awaits, echoes.received(stream))
-                    .isLessThanOrEqualTo(echoes.received(stream));
+                    asleep.messages(), asleep.awaits(), asleep.ranOut(), asleep.wokeEarly());
+            assertThat(asleep.ranOut()).as("awaits that slept their whole 10 s with the echo waiting: lost wake-ups (at %d of %d round trips)",
+                    asleep.messages(), rounds).isZero();
+            assertThat(asleep.wokeEarly()).as("awaits that returned true before the echo came, in %d awaits for %d round trips: "
+                    + "more than one per round trip is an await that does not sleep", asleep.awaits(), asleep.messages())
+                    .isLessThanOrEqualTo(asleep.messages());
             assertThat(ep.isFailed()).isFalse();
             assertThat(echoes.errors()).isEmpty();
             assertThat(echoes.received(stream)).isEqualTo(rounds);

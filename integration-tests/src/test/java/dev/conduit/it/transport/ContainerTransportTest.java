@@ -29,7 +29,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * hostname, the shared directory bind-mounted at another path and named by its own
  * {@code CONDUIT_SHARED_DIR}. Reachability is proven by what each side can open in the shared
  * directory, liveness by leases under {@code flock}, wake-ups by a futex in shared memory: all of
- * it crosses those namespaces. Runs in CI as root; without {@code unshare} or root it fails (never
+ * it crosses those namespaces (the wake-ups both ways with each side asleep in {@code await}
+ * between messages:
+ * {@link #hostAndContainerAsleepInAwaitWakeEachOtherForEveryMessageOfAPingPong}; the other tests
+ * busy-poll). Runs in CI as root; without {@code unshare} or root it fails (never
  * skips), naming what is missing.
  */
 class ContainerTransportTest {
@@ -112,6 +115,68 @@ class ContainerTransportTest {
         }
         assertThat(Setup.files(shared)).as("left in the shared directory once the host closed; the container's files were reclaimed")
                 .isEmpty();
+    }
+
+    /**
+     * Wake-ups cross the container's namespaces both ways: this JVM and a container ping-pong
+     * 5 000 small messages, each side asleep in {@code worker.await(10 s)} between them rather than
+     * spinning (this JVM until each echo arrives, the container's worker thread until each message
+     * does, in a job that holds that thread: {@link Traffic#takeAsleep}). Every message is the last
+     * until its answer, so only the futex wake of the sender in the other namespaces ends a sleep:
+     * a lost one leaves an await asleep for its whole 10 s with the message there, and it returns
+     * {@code false}. None may, on either side; an await that ran out before the message came (its
+     * sender kept off the processor) lost nothing and waits on, up to the hang guard. Both sides'
+     * {@code liveness.interval} is an hour: by default an await also wakes every 20 ms to check
+     * peers, and the next slice would find the message and hide a lost wake-up. (Nothing else wakes
+     * a sleeper on a queue that is empty: {@code heartbeat.timeout} only bounds how long a sender
+     * waits for a receiver's room, which a ping-pong never does.) And the awaits sleep: no more of
+     * them return {@code true} before their message than there are messages. Every other test here
+     * busy-polls, which a futex private to one process (or keyed to another mapping) would pass.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"memfd", "posix"})
+    void hostAndContainerAsleepInAwaitWakeEachOtherForEveryMessageOfAPingPong(String plugin, @TempDir(factory = ShmDir.class) Path shared)
+            throws Exception {
+        long rounds = 5_000;
+        int stream = 4;
+        String noLivenessTicks = plugin + ".liveness.interval=1h";
+        Traffic.Receiver echoes = new Traffic.Receiver();
+        try (RemoteTransportPeer container = RemoteTransportPeer.start(shared, Launcher.container())) {
+            assertIsolated(container, shared);
+            try (dev.conduit.Conduit conduit = Setup.conduit(shared, plugin, noLivenessTicks);
+                 dev.conduit.Worker worker = conduit.newWorker(ThreadMode.SINGLE)) {
+                worker.onMessage(Traffic.ECHO, echoes);
+                WorkerAddress c = container.worker("c", plugin, "SINGLE", noLivenessTicks);
+                container.connect("c", "back", worker.address());
+                container.echo("c", "back");
+                dev.conduit.Endpoint ep = worker.connect(c);
+                container.takeAsleep("asleep", "c", rounds, GUARD);
+
+                Traffic.Asleep host = Traffic.pingPongAsleep(worker, ep, stream, rounds, echoes, GUARD);
+                // Before the container's count: the container waits for messages this side stopped sending.
+                assertThat(host.ranOut()).as("the host's awaits that slept their whole 10 s with the container's echo there: lost "
+                        + "wake-ups (at %d of %d round trips)", host.messages(), rounds).isZero();
+                Traffic.Asleep inContainer = container.joinAsleep("asleep", GUARD);
+                Setup.report("%s host <-> container asleep in await: %d round trips; the host: %d awaits, %d ran out with the echo "
+                                + "there, %d woke before it; the container: %d awaits, %d ran out with a message there, %d woke before one",
+                        plugin, host.messages(), host.awaits(), host.ranOut(), host.wokeEarly(), inContainer.awaits(),
+                        inContainer.ranOut(), inContainer.wokeEarly());
+                assertThat(inContainer.ranOut()).as("the container's awaits that slept their whole 10 s with the host's message "
+                        + "there: lost wake-ups (at %d of %d messages)", inContainer.messages(), rounds).isZero();
+                assertThat(host.wokeEarly()).as("the host's awaits that returned true before the echo, in %d awaits: more than one "
+                        + "per round trip is an await that does not sleep", host.awaits()).isLessThanOrEqualTo(host.messages());
+                assertThat(inContainer.wokeEarly()).as("the container's awaits that returned true before a message, in %d awaits: "
+                        + "more than one per message is an await that does not sleep", inContainer.awaits())
+                        .isLessThanOrEqualTo(inContainer.messages());
+                assertThat(echoes.errors()).as("what the host found wrong in the echoes").isEmpty();
+                assertThat(echoes.received(stream)).as("echoes").isEqualTo(rounds);
+                assertThat(inContainer.messages()).as("messages the container took asleep").isEqualTo(rounds);
+                assertThat(container.stats("c")).as("what the container received").containsEntry("errors", "0")
+                        .containsEntry("streams", stream + ":" + rounds);
+                container.assertNoFailures("c");
+                assertThat(ep.isFailed()).isFalse();
+            }
+        }
     }
 
     /**

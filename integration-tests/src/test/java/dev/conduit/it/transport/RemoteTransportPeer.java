@@ -78,6 +78,22 @@ final class RemoteTransportPeer implements AutoCloseable {
         child.call("trickle", job, w, ep, stream, count, seed, acks);
     }
 
+    /**
+     * A job on {@code w}'s thread that sleeps in {@code await} between messages rather than spinning,
+     * until its DATA receiver took {@code count} ({@link Traffic#takeAsleep}); its result's fields are
+     * {@link Traffic.Asleep}'s.
+     */
+    void takeAsleep(String job, String w, long count, Duration guard) {
+        child.call("asleep", job, w, count, guard.toMillis());
+    }
+
+    /** Joins a {@link #takeAsleep} job ({@link #join}) and returns what its awaits did. */
+    Traffic.Asleep joinAsleep(String job, Duration guard) {
+        Map<String, String> f = join(job, guard);
+        return new Traffic.Asleep(Long.parseLong(f.get("messages")), Long.parseLong(f.get("awaits")), Long.parseLong(f.get("ranOut")),
+                Long.parseLong(f.get("wokeEarly")));
+    }
+
     /** The job's fields now: {@code done=false stage=…} or {@code done=true …}. */
     Map<String, String> status(String job) {
         return fields(child.call("status", job));

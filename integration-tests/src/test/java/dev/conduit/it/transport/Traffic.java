@@ -9,6 +9,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -176,6 +177,79 @@ final class Traffic {
         return count;
     }
 
+    /** How long one {@code await} of a side that sleeps between messages may sleep ({@link #pingPongAsleep}, {@link #takeAsleep}). */
+    static final Duration AWAIT = Duration.ofSeconds(10);
+
+    /**
+     * The awaits of a side that slept between messages: how many messages it had once done, how
+     * many awaits it made, how many ran out ({@code false}) with a message there, which the
+     * progress after them delivered (lost wake-ups: it stops at the first), and how many returned
+     * {@code true} before a message came (more than one per message is an await that does not sleep).
+     */
+    record Asleep(long messages, long awaits, long ranOut, long wokeEarly) {
+        String summary() {
+            return "messages=" + messages + " awaits=" + awaits + " ranOut=" + ranOut + " wokeEarly=" + wokeEarly;
+        }
+    }
+
+    /**
+     * Ping-pong as {@link #pingPong}, small messages, sleeping in {@code w.await(}{@link #AWAIT}{@code )}
+     * → {@code progress()} until each echo arrives rather than spinning. The echo is the last
+     * message until this side sends again, so nothing but its own wake-up ends the sleep: a lost
+     * one leaves the await asleep for its whole timeout with the echo there. Stops at the first
+     * such await, when the endpoint fails, or when no echo came for {@code guard} (a hang guard:
+     * an await that ran out before the echo came lost nothing and waits on until then).
+     */
+    static Asleep pingPongAsleep(Worker w, Endpoint ep, int s, long count, Receiver echoes, Duration guard) {
+        MemorySegment h = newHeader();
+        long awaits = 0;
+        long ranOut = 0;
+        long wokeEarly = 0;
+        for (long n = 0; n < count && ranOut == 0 && !ep.isFailed(); n++) {
+            ep.send(DATA, header(h, s, Profile.SMALL, n), payload(s, Profile.SMALL, n));
+            long waitingSince = System.nanoTime();
+            while (echoes.received(s) <= n && ranOut == 0 && !ep.isFailed()) {
+                awaits++;
+                boolean woke = w.await(AWAIT);
+                w.progress();
+                if (!woke && echoes.received(s) > n) ranOut++;
+                if (woke && echoes.received(s) <= n) wokeEarly++;
+                if (System.nanoTime() - waitingSince > guard.toNanos()) {
+                    throw new AssertionError("no echo of round trip " + n + " for the hang guard of " + guard);
+                }
+            }
+        }
+        return new Asleep(echoes.received(s), awaits, ranOut, wokeEarly);
+    }
+
+    /**
+     * The other side of {@link #pingPongAsleep}: sleeps in {@code w.await(}{@link #AWAIT}{@code )}
+     * → {@code progress()} until {@code r} (whose handler answers each message) took
+     * {@code count} messages. Stops at the first await that ran out with a message there, or when
+     * none came for {@code guard}.
+     */
+    static Asleep takeAsleep(Worker w, Receiver r, long count, Duration guard) {
+        long awaits = 0;
+        long ranOut = 0;
+        long wokeEarly = 0;
+        long lastTakenAt = System.nanoTime();
+        while (r.messages() < count && ranOut == 0) {
+            long before = r.messages();
+            awaits++;
+            boolean woke = w.await(AWAIT);
+            w.progress();
+            long taken = r.messages();
+            if (!woke && taken > before) ranOut++;
+            if (woke && taken == before) wokeEarly++;
+            if (taken > before) {
+                lastTakenAt = System.nanoTime();
+            } else if (System.nanoTime() - lastTakenAt > guard.toNanos()) {
+                throw new AssertionError("no message for the hang guard of " + guard + " after " + taken + " of " + count);
+            }
+        }
+        return new Asleep(r.messages(), awaits, ranOut, wokeEarly);
+    }
+
     /** Progresses until the endpoint's local queue is empty or the endpoint failed. */
     static void drain(Worker w, Endpoint ep) {
         int empty = 0;
@@ -197,7 +271,7 @@ final class Traffic {
         } else if (empty < 2000) {
             Thread.yield();
         } else {
-            w.await(java.time.Duration.ofMillis(1));
+            w.await(Duration.ofMillis(1));
         }
         return empty + 1;
     }

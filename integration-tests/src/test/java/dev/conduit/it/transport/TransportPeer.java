@@ -20,6 +20,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -52,6 +53,8 @@ import java.util.zip.CRC32C;
  * reply &lt;w&gt;                               a Receiver for DATA on w that sends each message back as ECHO through its replyEndpoint()
  * stream &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;profile&gt; &lt;count&gt; &lt;maxPending&gt;   job: {@link Traffic#stream}, then drain → sent=… pendingAtIssue=…
  * pingpong &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;profile&gt; &lt;count&gt;         job: {@link Traffic#pingPong} → roundTrips=… echoes=&lt;summary&gt;
+ * asleep &lt;job&gt; &lt;w&gt; &lt;count&gt; &lt;guardMillis&gt;    job: {@link Traffic#takeAsleep} until w's DATA receiver took count messages
+ *                                          → messages=… awaits=… ranOut=… wokeEarly=…
  * trickle &lt;job&gt; &lt;w&gt; &lt;ep&gt; &lt;s&gt; &lt;count&gt; &lt;seed&gt; [ack]   job: count SMALL messages with random pauses (none, spin, yield, park)
  *                                          between them; with ack (a region's name), each waits until the peer has counted it
  *                                          (the region's word at 0 reaches its number) before the pause
@@ -124,6 +127,7 @@ public final class TransportPeer {
                 .on("stream", p::stream)
                 .on("pingpong", p::pingPong)
                 .on("trickle", p::trickle)
+                .on("asleep", p::asleep)
                 .on("status", a -> p.status(a.get(0), 0))
                 .on("join", a -> p.status(a.get(0), Long.parseLong(a.get(1))))
                 .on("stats", a -> {
@@ -278,6 +282,17 @@ public final class TransportPeer {
             Traffic.drain(h.worker(), e);
             return "sent=" + count + " nanos=" + (System.nanoTime() - t0) + " failed=" + e.isFailed();
         });
+        return "";
+    }
+
+    private String asleep(List<String> a) {
+        String job = a.get(0);
+        WorkerHost h = host(a.get(1));
+        Traffic.Receiver r = receivers.get(a.get(1));
+        if (r == null) throw new IllegalArgumentException("no receiver on worker " + a.get(1));
+        long count = Long.parseLong(a.get(2));
+        Duration guard = Duration.ofMillis(Long.parseLong(a.get(3)));
+        startJob(job, h, j -> () -> Traffic.takeAsleep(h.worker(), r, count, guard).summary());
         return "";
     }
 
