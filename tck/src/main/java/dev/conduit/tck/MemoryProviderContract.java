@@ -33,6 +33,8 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.regex.Pattern;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -263,6 +265,83 @@ public abstract class MemoryProviderContract extends PluginContract {
                 + "ChunkMapping.close(), which unmaps it (closes the arena of its segment): the IPC cache closes a mapping once no "
                 + "region uses it, and a mapping close leaves mapped stays until the process exits", plugin.name()).isFalse();
         provider.free(chunk);
+    }
+
+    /**
+     * {@link IpcImporter} is stateless and thread-safe: the runtime's IPC cache calls a plugin's one importer from
+     * every thread that imports a chunk not mapped here yet, at once. Four threads, each with a chunk of its own,
+     * import it through one importer at the same time, 25 times each, and check each mapping holds their chunk; an
+     * importer that keeps what it parsed of a payload in a field (a decoder or reader reused for every call) is right
+     * one call at a time, which every other test makes, and maps for one thread the chunk another asked for.
+     */
+    @Test
+    public void oneImporterMapsForSeveralThreadsAtOnceEachItsOwnChunk() throws Exception {
+        assumeIpc();
+        long size = chunkSize(provider);
+        int threads = 4;
+        int rounds = 25;
+        long firstSeed = 61;
+        List<Chunk> chunks = new ArrayList<>();
+        List<byte[]> payloads = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            Chunk chunk = provider.allocate(size);
+            chunks.add(chunk);
+            Patterns.fill(chunk.segment(), firstSeed + t);
+            payloads.add(export(provider, chunk));
+        }
+        IpcImporter importer = importer();
+        List<String> failures = new CopyOnWriteArrayList<>();
+        List<Throwable> thrown = new CopyOnWriteArrayList<>();
+        CountDownLatch start = new CountDownLatch(1);
+        List<Thread> importers = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            int own = t;
+            importers.add(startTestThread("tck-import-" + t, () -> {
+                try {
+                    start.await();
+                    for (int round = 0; round < rounds && !testEnding(); round++) {
+                        try (ChunkMapping mapping = importer.map(reader(payloads.get(own)), size)) {
+                            String wrong = whoseChunk(mapping.segment(), size, firstSeed, threads, own);
+                            if (wrong != null) {
+                                failures.add("import " + round + " of thread " + own + " mapped " + wrong);
+                                return;
+                            }
+                        }
+                    }
+                } catch (Throwable e) {
+                    failures.add("import of thread " + own + " threw " + e);
+                    thrown.add(e);
+                }
+            }));
+        }
+        start.countDown();
+        for (Thread t : importers) {
+            // A hang guard only: an import of a chunk this process exported waits for nobody.
+            if (!t.join(progressGuard().multipliedBy(2))) {
+                throw new AssertionError(t.getName() + " has not finished its " + rounds + " imports through the importer of plugin '"
+                        + plugin.name() + "' within " + progressGuard().multipliedBy(2) + " while " + threads + " threads imported at once");
+            }
+        }
+        if (!failures.isEmpty()) {
+            AssertionError failure = new AssertionError(threads + " threads importing each its own chunk through one importer of plugin '"
+                    + plugin.name() + "' at once: " + String.join("; ", failures) + ". IpcImporter: stateless and thread-safe (the "
+                    + "runtime's IPC cache calls one importer from every thread that imports at once): keep what a call parses in "
+                    + "its own variables, not in fields of the importer");
+            thrown.forEach(failure::addSuppressed);
+            throw failure;
+        }
+        chunks.forEach(provider::free);
+    }
+
+    /** What {@code mapped} is if not the chunk of thread {@code own}, filled with {@code firstSeed + own}; null if it is. */
+    private static String whoseChunk(MemorySegment mapped, long size, long firstSeed, int threads, int own) {
+        if (mapped.byteSize() != size) return mapped.byteSize() + " bytes, not its chunk's " + size;
+        long differs = Patterns.mismatch(mapped, firstSeed + own);
+        if (differs < 0) return null;
+        for (int other = 0; other < threads; other++) {
+            if (other != own && Patterns.mismatch(mapped, firstSeed + other) < 0) return "the chunk of thread " + other;
+        }
+        return "memory that is not its chunk (byte " + differs + " differs)";
     }
 
     /**

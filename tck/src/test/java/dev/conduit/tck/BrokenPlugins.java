@@ -1402,6 +1402,36 @@ final class BrokenPlugins {
         }
     }
 
+    /**
+     * Its importer keeps what it parsed of the payload in fields and maps from them after a look at the file, as an
+     * importer that reuses one decoder for every call would: right one call at a time, while two calls at once (the
+     * runtime's IPC cache calls one importer from every thread that imports) map the chunk the other call parsed. The
+     * pause stands for the exchange with the exporter a real importer makes there (memfd asks the exporter's descriptor
+     * server), so that the calls overlap on a machine of any speed.
+     */
+    public static final class ParsesIntoFields extends FileMemoryPlugin {
+        @Override
+        public IpcImporter ipcImporter(PluginContext context) {
+            return new IpcImporter() {
+                private String file;
+                private long length;
+
+                @Override
+                public ChunkMapping map(PayloadReader payload, long chunkLength) {
+                    file = payload.relativePath("file");
+                    length = payload.u64("length");
+                    payload.end("end");
+                    if (!Files.isRegularFile(context.sharedDirectory().resolve(file))) {
+                        throw new ConduitException("chunk file " + file + " is gone: its chunk was freed (stale handle)");
+                    }
+                    LockSupport.parkNanos(200_000);
+                    byte[] parsed = new dev.conduit.spi.PayloadWriter().string(file).u64(length).toByteArray();
+                    return ParsesIntoFields.this.map(context.sharedDirectory(), new PayloadReader(parsed), chunkLength);
+                }
+            };
+        }
+    }
+
     /** Its importer announces itself on stdout, then never returns (a deadlock in map). */
     public static final class HangsInImport extends FileMemoryPlugin {
         static final String ANNOUNCEMENT = "tck fixture HangsInImport: map() entered, blocking for good";
@@ -2025,6 +2055,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new MapsAnotherChunkForAnUnknownName();
+        }
+    }
+
+    public static final class ParsesIntoFieldsSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ParsesIntoFields();
         }
     }
 
