@@ -566,6 +566,15 @@ public abstract class MemoryProviderContract extends PluginContract {
                         + "saying the chunk is gone (a stale handle)"))
                 .as("mapping the export of a freed chunk").isInstanceOf(ConduitException.class)
                 .hasMessageNotContaining("null");
+        // A provider that names chunks by their place (an offset, a slot) gives the next chunk of the size the freed one's name.
+        Chunk next = provider.allocate(size);
+        Patterns.fill(next.segment(), 53);
+        assertThat(refusalToMap(payload, size, "the export of a freed chunk once a chunk of its size was allocated after it",
+                "an export names its chunk alone, never a place a later chunk takes (an offset, a slot): the old handle mapped "
+                        + "that chunk, another region's memory; make each export unique (a random name, an allocation id)"))
+                .as("mapping the export of a freed chunk once a chunk of its size was allocated after it")
+                .isInstanceOf(ConduitException.class).hasMessageNotContaining("null");
+        provider.free(next);
     }
 
     @Test

@@ -1198,6 +1198,26 @@ final class BrokenPlugins {
     }
 
     /**
+     * Names each chunk by the lowest offset free in its provider, as an allocator that names chunks by their place on a
+     * device does: a freed chunk's export is refused until a chunk of the same size takes its place, and then maps that
+     * chunk, another region's memory, for the old handle.
+     */
+    public static final class ReusesChunkNames extends FileMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider(context.sharedDirectory()) {
+                @Override
+                Path newChunkFile(long size) {
+                    for (long offset = 0; ; offset += size) {
+                        Path file = directory.resolve(owner + "-at-" + offset + ".chunk");
+                        if (!Files.exists(file)) return file;
+                    }
+                }
+            };
+        }
+    }
+
+    /**
      * Its importer, asked for a chunk file that is not there, maps the chunk its provider allocated last instead, as a
      * lookup that tolerated a stale or mistyped name would: memory no handle named, where a refusal was due.
      */
@@ -2062,6 +2082,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ParsesIntoFields();
+        }
+    }
+
+    public static final class ReusesChunkNamesSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new ReusesChunkNames();
         }
     }
 

@@ -211,7 +211,7 @@ public class FileMemoryPlugin implements ConduitPlugin {
             if (size <= 0 || size % PAGE != 0) {
                 throw new IllegalArgumentException("chunk size " + size + " is not a positive multiple of the page size " + PAGE);
             }
-            Path file = directory.resolve(owner + "-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong()) + ".chunk");
+            Path file = newChunkFile(size);
             Arena arena = Arena.ofShared();
             try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
                 channel.truncate(size);
@@ -223,6 +223,11 @@ public class FileMemoryPlugin implements ConduitPlugin {
                 arena.close();
                 throw new ConduitException("cannot create chunk file " + file + ": " + e, e);
             }
+        }
+
+        /** A name no chunk of any owner had before, so that no handle of a freed chunk names a later one. */
+        Path newChunkFile(long size) {
+            return directory.resolve(owner + "-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong()) + ".chunk");
         }
 
         @Override
