@@ -683,12 +683,48 @@ public final class OwnerLease implements AutoCloseable {
     }
 
     /**
+     * Why the leases in {@code directory} cannot tell a dead owner from a live one under another kernel: its file system is
+     * one other kernels may see too ({@link SharedDirectory#seenByOtherKernels()}), where {@code flock} reaches another
+     * kernel only if the file system passes locks on, and 9p, virtiofs (unless its virtiofsd passes posix locks through)
+     * and NFS mounted {@code nolock} keep them to one kernel: a lease held there looks free here. Null where they can.
+     */
+    public static String leasesAcrossKernels(SharedDirectory directory) {
+        String kind = directory.seenByOtherKernels();
+        if (kind == null) return null;
+        return "the shared directory " + directory.path() + " is on " + kind + ", which other kernels may see too (another host's, a "
+                + "VM's and its host's): a lease held under another kernel looks free under this one where the file system keeps locks "
+                + "to one kernel (9p; virtiofs unless virtiofsd passes posix locks through; NFS mounted nolock), so a live owner there "
+                + "looks dead here, and a reclaim would remove its files (a worker's receive queue, a pool's chunks) under it";
+    }
+
+    /** Directories {@link #reclaimsUnasked} told that their reclaim is left to {@code conduit reclaim}: once each per process. */
+    private static final java.util.Set<Path> LEFT_TO_THE_RECLAIM_COMMAND = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * Whether pools and workers may reclaim dead owners' files in {@code directory} unasked, as they open and once a peer
+     * is found dead: not where a live owner under another kernel may look dead ({@link #leasesAcrossKernels}), since removing
+     * a live peer's files is worse than leaving a dead one's. There it says so once per directory per process, as a
+     * WARNING of {@code logger}, which must cost nothing where it fails (a mapping thread's reclaim throws nothing).
+     */
+    public static boolean reclaimsUnasked(SharedDirectory directory, System.Logger logger) {
+        String acrossKernels = leasesAcrossKernels(directory);
+        if (acrossKernels == null) return true;
+        if (LEFT_TO_THE_RECLAIM_COMMAND.add(directory.path())) {
+            BestEffortLog.warn(logger, () -> acrossKernels + ". Pools and workers opened there leave dead owners' files: run conduit "
+                    + "reclaim --trust-leases once no process under another kernel uses the directory (or its locks reach every kernel "
+                    + "that does), or set " + directory.configKey() + " to a tmpfs directory", null);
+        }
+        return false;
+    }
+
+    /**
      * {@link #reclaimDead} as a memory provider's open does it: housekeeping for others, which must
      * not stop this process from allocating, so a failure (a file it cannot remove, a directory it
      * can write but not list) is a WARNING, and the next provider to open there tries again.
      * (Another user's files are not even tried: its {@code 0600} lease cannot be opened.)
      */
     public static void reclaimDeadOrWarn(Libc libc, SharedDirectory directory, String prefix, System.Logger logger) {
+        if (!reclaimsUnasked(directory, logger)) return;
         try {
             reclaimDead(libc, directory, prefix);
         } catch (ConduitException e) {

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 
 /**
  * This process's view of the directory shared with peers ({@code shared.dir}), opened once.
@@ -161,6 +162,11 @@ public final class SharedDirectory implements AutoCloseable {
         } catch (java.io.IOException | RuntimeException e) {
             return false;
         }
+    }
+
+    /** The key that configured this directory, as errors name it ("shared.dir (CONDUIT_SHARED_DIR)"). */
+    String configKey() {
+        return configKey;
     }
 
     public Path path() {
@@ -347,6 +353,41 @@ public final class SharedDirectory implements AutoCloseable {
         byte[] b = new byte[16];
         RANDOM.nextBytes(b);
         return HexFormat.of().formatHex(b);
+    }
+
+    /**
+     * File systems ({@code statfs}'s {@code f_type}) that other kernels may see too (another host; a VM and its host), each
+     * through a page cache and a lock table of its own, and what they are.
+     */
+    private static final Map<Long, String> SEEN_BY_OTHER_KERNELS = Map.ofEntries(
+            Map.entry(Libc.NFS_SUPER_MAGIC, "NFS"),
+            Map.entry(Libc.SMB_SUPER_MAGIC, "SMB"),
+            Map.entry(Libc.CIFS_SUPER_MAGIC, "SMB/CIFS"),
+            Map.entry(Libc.SMB2_SUPER_MAGIC, "SMB2/3"),
+            Map.entry(Libc.CEPH_SUPER_MAGIC, "CephFS"),
+            Map.entry(Libc.V9FS_MAGIC, "9p"),
+            Map.entry(Libc.FUSE_SUPER_MAGIC, "FUSE, virtiofs among them"),
+            Map.entry(Libc.AFS_SUPER_MAGIC, "AFS"),
+            Map.entry(Libc.AFS_FS_MAGIC, "AFS"),
+            Map.entry(Libc.CODA_SUPER_MAGIC, "Coda"),
+            Map.entry(Libc.OCFS2_SUPER_MAGIC, "OCFS2, a cluster file system"),
+            Map.entry(Libc.GFS2_MAGIC, "GFS2, a cluster file system"));
+
+    /** What the file system of {@code type} ({@code f_type}) is where other kernels may see it too ("NFS"); null for any other. */
+    public static String seenByOtherKernels(long type) {
+        return SEEN_BY_OTHER_KERNELS.get(type);
+    }
+
+    /**
+     * {@link #seenByOtherKernels(long)} of the file system that holds this directory's descriptor; null too when its
+     * {@code fstatfs} fails, which an open descriptor's does not short of an I/O error.
+     */
+    public String seenByOtherKernels() {
+        try {
+            return seenByOtherKernels(libc.fileSystemSpace(fd).type());
+        } catch (ErrnoException e) {
+            return null;
+        }
     }
 
     @Override

@@ -677,6 +677,7 @@ public final class ShmTransport implements Transport {
      * Only the shared directory: posix chunks that {@code posix.dir} puts elsewhere wait for posix.
      */
     private void reclaimDeadPeers(SharedDirectory dir) {
+        if (!OwnerLease.reclaimsUnasked(dir, context.logger())) return;
         for (String leasePlugin : ShmPlugins.LEASE_PLUGINS) {
             try {
                 OwnerLease.reclaimDead(libc, dir, "conduit-" + leasePlugin);

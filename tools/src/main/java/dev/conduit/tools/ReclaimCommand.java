@@ -39,7 +39,9 @@ import java.util.stream.Collectors;
                         + "be removed, a directory listed before or after the reclaim, or there is nothing to reclaim in (neither "
                         + "memfd nor posix was found, or transports leaves both out).",
                 "With --dry-run, prints what it would remove and leave, judged as a reclaim judges, and removes nothing: exit "
-                        + "code 0 when nothing would be removed, 3 when something would."})
+                        + "code 0 when nothing would be removed, 3 when something would.",
+                "A directory on a file system other kernels may see too (NFS, SMB, CephFS, 9p, FUSE and virtiofs, ...) is refused "
+                        + "without --trust-leases: a lease held under another kernel may look free there, and a live owner dead."})
 final class ReclaimCommand implements Callable<Integer> {
 
     private static final String INDENT = "  ";
@@ -52,6 +54,12 @@ final class ReclaimCommand implements Callable<Integer> {
             + "leave, judging owners by their leases as a reclaim does. Exit code 0 when nothing would be removed, 3 when "
             + "something would (1 on a failure, as without it).")
     private boolean dryRun;
+
+    @Option(names = "--trust-leases", description = "Reclaims in a directory on a file system other kernels may see too (NFS, "
+            + "SMB, CephFS, 9p, FUSE and virtiofs, ...), where a lease held under another kernel may look free here and its live "
+            + "owner dead: only once no process under another kernel uses the directory, or its locks reach every kernel that does. "
+            + "Without it the reclaim refuses such a directory (exit code 1), saying why.")
+    private boolean trustLeases;
 
     @Mixin
     private ConduitOptions options;
@@ -80,9 +88,15 @@ final class ReclaimCommand implements Callable<Integer> {
             if (text != null) text.println(place.plugin() + "  " + place.directory() + "  (" + place.setBy() + ")");
             Report report = new Report(text, place.directory(), dryRun);
             try {
-                SharedFiles.inDirectory(place, (libc, directory) -> dryRun
-                        ? OwnerLease.wouldReclaimDead(libc, directory, place.prefix(), report)
-                        : OwnerLease.reclaimDead(libc, directory, place.prefix(), report));
+                SharedFiles.inDirectory(place, (libc, directory) -> {
+                    String acrossKernels = trustLeases ? null : OwnerLease.leasesAcrossKernels(directory);
+                    if (acrossKernels != null) {
+                        throw new ConduitException(acrossKernels + ": run conduit reclaim --trust-leases once no process under "
+                                + "another kernel uses the directory, or its locks reach every kernel that does");
+                    }
+                    return dryRun ? OwnerLease.wouldReclaimDead(libc, directory, place.prefix(), report)
+                            : OwnerLease.reclaimDead(libc, directory, place.prefix(), report);
+                });
             } catch (ConduitException e) {
                 reclaimed.add(new Reclaimed(place, e.getMessage(), report.removed, report.notRemoved, null));
                 if (text != null) {

@@ -210,31 +210,13 @@ final class DirectoryProbe {
     private static final Set<Long> MEMORY_FILE_SYSTEMS = Set.of(Libc.TMPFS_MAGIC, Libc.RAMFS_MAGIC, Libc.HUGETLBFS_MAGIC);
 
     /**
-     * File systems ({@code statfs}'s {@code f_type}) that other kernels may see too, each through a page cache of its own, and
-     * what they are: a file mapped {@code MAP_SHARED} there is shared memory only among the processes of one kernel.
-     */
-    private static final Map<Long, String> SEEN_BY_OTHER_KERNELS = Map.ofEntries(
-            Map.entry(Libc.NFS_SUPER_MAGIC, "NFS"),
-            Map.entry(Libc.SMB_SUPER_MAGIC, "SMB"),
-            Map.entry(Libc.CIFS_SUPER_MAGIC, "SMB/CIFS"),
-            Map.entry(Libc.SMB2_SUPER_MAGIC, "SMB2/3"),
-            Map.entry(Libc.CEPH_SUPER_MAGIC, "CephFS"),
-            Map.entry(Libc.V9FS_MAGIC, "9p"),
-            Map.entry(Libc.FUSE_SUPER_MAGIC, "FUSE, virtiofs among them"),
-            Map.entry(Libc.AFS_SUPER_MAGIC, "AFS"),
-            Map.entry(Libc.AFS_FS_MAGIC, "AFS"),
-            Map.entry(Libc.CODA_SUPER_MAGIC, "Coda"),
-            Map.entry(Libc.OCFS2_SUPER_MAGIC, "OCFS2, a cluster file system"),
-            Map.entry(Libc.GFS2_MAGIC, "GFS2, a cluster file system"));
-
-    /**
      * Where the file system of {@code type} ({@code f_type}) that holds {@code directory}'s descriptor is one other kernels may
      * see too (another host; a VM and its host), that memory through it is shared only among processes of one kernel, what a
      * peer under another kernel meets, and what to set ({@code directoryKeys}); null on any other file system. The probe warns
      * of it, and the transport adds it to the failures such a peer meets (ShmTransport's {@code acrossKernels}).
      */
     static String acrossKernels(Libc libc, SharedDirectory directory, long type, String directoryKeys) {
-        String kind = SEEN_BY_OTHER_KERNELS.get(type);
+        String kind = SharedDirectory.seenByOtherKernels(type);
         if (kind == null) return null;
         return "the chunk directory " + directory.path() + " is on " + name(libc, directory, type) + " (" + kind + "), which other "
                 + "kernels may see too (another host's, a VM's and its host's), each through a page cache of its own: memory mapped "

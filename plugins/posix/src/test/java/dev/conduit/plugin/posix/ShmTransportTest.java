@@ -4632,12 +4632,52 @@ class ShmTransportTest {
                 .as("over a tmpfs, no other kernel is named").hasMessageEndingWith("(Worker.address().toBytes())");
     }
 
+    /**
+     * Workers and pools opened over a directory other kernels may see too (here 9p, a VM's share of its host's directory,
+     * told by the directory's {@code fstatfs}) remove no file of an owner whose lease looks free: where the file system keeps
+     * locks to one kernel (9p; virtiofs by default; NFS mounted {@code nolock}), a lease a live worker holds under the other
+     * kernel looks free here, and the reclaim deleted that live worker's queue and its pool's chunks under it (the unlink
+     * reaches the other kernel's files). They leave such files to {@code conduit reclaim --trust-leases} and say so once
+     * per directory, naming the file system, the flag and the key to set.
+     */
+    @Test
+    void workersOverADirectoryOtherKernelsMaySeeRemoveNoFileOfAnOwnerWhoseLeaseLooksFree() throws Exception {
+        String owner = "0123456789abcdef0123456789abcdef";
+        // A worker and a pool under the other kernel: their leases look free here, their files are theirs.
+        List<String> otherKernels = List.of("conduit-posix-worker-" + owner + ".lease", "conduit-posix-" + owner + ".lease",
+                "conduit-posix-" + owner + "-00000000000000000000000000000001.chunk");
+        for (String name : otherKernels) Files.createFile(shared.resolve(name));
+        RecordingLogger logger = new RecordingLogger();
+
+        Transport first = overFileSystem(Libc.V9FS_MAGIC, logger);
+        overFileSystem(Libc.V9FS_MAGIC, logger).close();
+
+        assertThat(ProcessResources.files(shared)).containsAll(otherKernels);
+        assertThat(logger.warnings()).as("said once per directory").singleElement().asString()
+                .startsWith("the shared directory " + shared + " is on 9p, which other kernels may see too")
+                .contains("a lease held under another kernel looks free under this one")
+                .contains("run conduit reclaim --trust-leases once no process under another kernel uses the directory")
+                .endsWith("or set shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) to a tmpfs directory");
+        first.close();
+        assertThat(ProcessResources.files(shared)).containsExactlyInAnyOrderElementsOf(otherKernels);
+    }
+
     /** A posix transport whose chunk directory's {@code fstatfs} says NFS, as an NFS mount's would. */
     private Transport overNfs(String... keyValues) {
         Libc nfs = FailingLibc.answeringFor("fileSystemSpace", args -> true,
                 new dev.conduit.linux.FileSystemSpace(Libc.NFS_SUPER_MAGIC, 4096, 1L << 30, 1L << 29));
         Transport t = new PosixPlugin().openTransport(TestContext.of(shared, keyValues).forTransport(ThreadMode.SERIALIZED,
                 new Received()), nfs);
+        open.add(t);
+        return t;
+    }
+
+    /** A posix transport logging to {@code logger} whose chunk directory's {@code fstatfs} says {@code type}. */
+    private Transport overFileSystem(long type, RecordingLogger logger) {
+        Libc libc = FailingLibc.answeringFor("fileSystemSpace", args -> true,
+                new dev.conduit.linux.FileSystemSpace(type, 4096, 1L << 30, 1L << 29));
+        Transport t = new PosixPlugin().openTransport(TestContext.of(shared).withLogger(logger).forTransport(ThreadMode.SERIALIZED,
+                new Received()), libc);
         open.add(t);
         return t;
     }
