@@ -770,7 +770,7 @@ final class ShmEndpoint implements TransportEndpoint {
                 case 3 -> "peer worker died after finding its receive queue's header overwritten (its lease " + peerLease.name()
                         + " is no longer held)";
                 default -> "peer worker died (its lease " + peerLease.name() + " is no longer held)";
-            } + unread(how == 0));
+            } + unread(how == 0) + (how == 2 ? "" : transport.underAnotherKernel(ShmTransport.LEASE_UNDER_ANOTHER_KERNEL)));
             return true; // released at the next check (above)
         }
         try {

@@ -795,6 +795,14 @@ public final class ShmTransport implements Transport {
         return acrossKernels == null ? "" : ". " + failure + ": " + acrossKernels;
     }
 
+    /**
+     * Why a peer judged dead for a lease nobody holds may live, for {@link #underAnotherKernel}: a lease held under another
+     * kernel looks free here where the file system keeps locks to one kernel (OwnerLease#leasesAcrossKernels).
+     */
+    static final String LEASE_UNDER_ANOTHER_KERNEL = "If the peer runs under another kernel, it may be alive, its lease held there "
+            + "and free here, where the file system keeps locks to one kernel (9p; virtiofs unless virtiofsd passes posix locks "
+            + "through; NFS mounted nolock)";
+
     /** The prefix of the leases of {@code plugin}'s workers ({@link OwnerLease#isLeaseOf(String, String)}). */
     private static String workerLeasePrefix(String plugin) {
         return "conduit-" + plugin + "-worker";
@@ -893,7 +901,8 @@ public final class ShmTransport implements Transport {
                 // The watch its connections to this worker share outlives the lease's name: gone from the directory, the peer
                 // is told gone as the open's ENOENT tells it (above), where it shares no watch.
                 if (keepsConnectionAnnouncedWith(leaseName) && leaseIsGone(leaseName)) throw goneFromTheDirectory(leaseName, null);
-                throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead (its lease " + leaseName + " is not held)");
+                throw new PeerFailedException(Reason.DIED, plugin + ": the peer is dead (its lease " + leaseName + " is not held)"
+                        + underAnotherKernel(LEASE_UNDER_ANOTHER_KERNEL));
             }
             importing = true;
             mapping = importer.map(new PayloadReader(export, 0, export.length, "queue.", "Conduit worker address"), queueLength);
@@ -945,7 +954,7 @@ public final class ShmTransport implements Transport {
                         closedMeanwhile = closedMeanwhile(leaseName, c);
                     } else if (!peerLease.ownerAlive()) {
                         died = new PeerFailedException(Reason.DIED, plugin + ": the peer died while this worker connected to it (its lease "
-                                + leaseName + " is no longer held): " + c.getMessage(), c);
+                                + leaseName + " is no longer held): " + c.getMessage() + underAnotherKernel(LEASE_UNDER_ANOTHER_KERNEL), c);
                     }
                 } catch (RuntimeException lookFailure) {
                     // A look that fails (flock: ENOLCK) proves no death: the connect's own failure is what it says, and what it

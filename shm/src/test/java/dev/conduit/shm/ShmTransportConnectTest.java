@@ -231,8 +231,44 @@ class ShmTransportConnectTest {
         }
     }
 
+    /**
+     * A connect over a directory other kernels may see too that finds the peer's lease free says the peer is dead and
+     * adds that one under another kernel may be alive, its lease held there and free here (9p, virtiofs by default and
+     * NFS mounted nolock keep locks to one kernel), with what the file system means; it said only that the peer was dead,
+     * sending the operator to look for a crash of a process that was running.
+     */
+    @Test
+    void aPeerJudgedDeadAtTheConnectOverADirectoryOtherKernelsMaySeeIsToldThatItMayLiveUnderAnotherKernel() throws Exception {
+        ShmTransport peer = transport(new InProcessMemory());
+        ShmTransport connecting = transport(new InProcessMemory(), "the chunk directory is on 9p (told by the test)");
+        // The peer's address, naming a lease nobody holds here, as one held under another kernel looks where locks stay in one kernel.
+        String held = OwnerLease.leaseName("conduit-test-worker", peer.lease().owner());
+        String free = OwnerLease.leaseName("conduit-test-worker", "dead".repeat(8));
+        Files.createFile(shared.resolve(free));
+        byte[] address = new String(peer.address(), java.nio.charset.StandardCharsets.ISO_8859_1).replace(held, free)
+                .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+
+        Throwable thrown = catchThrowable(() -> connecting.connect(new PayloadReader(address), cause -> { }));
+
+        assertThat(thrown).isInstanceOf(PeerFailedException.class)
+                .hasMessageContaining("test: the peer is dead (its lease conduit-test-")
+                .hasMessageEndingWith("is not held). If the peer runs under another kernel, it may be alive, its lease held there "
+                        + "and free here, where the file system keeps locks to one kernel (9p; virtiofs unless virtiofsd passes posix "
+                        + "locks through; NFS mounted nolock): the chunk directory is on 9p (told by the test)");
+        assertThat(((PeerFailedException) thrown).reason()).isEqualTo(PeerFailedException.Reason.DIED);
+        assertThat(catchThrowable(() -> transport(new InProcessMemory()).connect(new PayloadReader(address), cause -> { })))
+                .as("over a directory of one kernel, no other kernel is named").hasMessageEndingWith("is not held)");
+    }
+
     private ShmTransport transport(InProcessMemory memory) {
         return transport(memory, memory);
+    }
+
+    private ShmTransport transport(InProcessMemory memory, String acrossKernels) {
+        ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, NO_MESSAGES), config(), memory, memory,
+                acrossKernels);
+        open.add(t);
+        return t;
     }
 
     private ShmTransport transport(InProcessMemory memory, IpcImporter importer) {
@@ -240,10 +276,13 @@ class ShmTransportConnectTest {
     }
 
     private ShmTransport transport(MemoryProvider memory, IpcImporter importer) {
-        ShmTransportConfig config = new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(20), Duration.ofSeconds(10),
-                Duration.ofMillis(50), 1024, 64L << 30);
-        ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, NO_MESSAGES), config, memory, importer);
+        ShmTransport t = new ShmTransport("test", Linux.libc(), new InProcessContext(shared, NO_MESSAGES), config(), memory, importer);
         open.add(t);
         return t;
+    }
+
+    private static ShmTransportConfig config() {
+        return new ShmTransportConfig(64 << 10, 8 << 10, 64 << 10, Duration.ofMillis(20), Duration.ofSeconds(10),
+                Duration.ofMillis(50), 1024, 64L << 30);
     }
 }
