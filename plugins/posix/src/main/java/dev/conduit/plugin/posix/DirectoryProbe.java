@@ -68,6 +68,9 @@ final class DirectoryProbe {
     private DirectoryProbe() {
     }
 
+    /** Chunk directories whose {@code across kernels} WARNING this process logged. */
+    private static final Set<Path> WARNED_ACROSS_KERNELS = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     static Availability probe(PluginContext context) {
         return probe(context, Linux.libc());
     }
@@ -135,7 +138,8 @@ final class DirectoryProbe {
                 // Not ruled out: processes of one kernel share these pages (two of a host on its NFS mount, two containers of
                 // one VM on its virtiofs share), and nothing here can tell whether the peers will be of one (docs/decisions.md).
                 details.put("across kernels", acrossKernels);
-                context.logger().log(System.Logger.Level.WARNING, acrossKernels);
+                // Once per directory: every Conduit built probes, and so does each worker's requireOffered.
+                if (WARNED_ACROSS_KERNELS.add(path)) context.logger().log(System.Logger.Level.WARNING, acrossKernels);
             }
             boolean hugetlbfs = fileSystem.type() == Libc.HUGETLBFS_MAGIC;
             details.put("page size", Long.toString(hugetlbfs ? fileSystem.blockSize() : PageSize.get()));

@@ -123,6 +123,8 @@ class DirectoryProbeTest {
                 .contains("messages go nowhere until its endpoint fails as hung")
                 .contains("set shared.dir (CONDUIT_SHARED_DIR) or posix.dir (CONDUIT_POSIX_DIR) to a tmpfs directory");
         assertThat(logger.warnings()).containsExactly(acrossKernels);
+        assertThat(DirectoryProbe.probe(TestContext.of(shared).withLogger(logger), libc).details()).containsEntry("across kernels", acrossKernels);
+        assertThat(logger.warnings()).as("once per directory: every Conduit built probes, and every worker again").hasSize(1);
     }
 
     /** On a tmpfs, which no other kernel sees, nothing of the kind is said. */
