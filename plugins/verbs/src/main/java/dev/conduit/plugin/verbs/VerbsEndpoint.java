@@ -95,6 +95,16 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
     /** The peer's credit word when last read: it only grows, and never past {@link #sent}. */
     private long freedByPeer;
     private PeerFailedException failure;
+    /**
+     * Whether its teardown was claimed, under the transport's {@link VerbsTransport#lifecycle}: by
+     * its own close, or by the worker's close forced from another thread while its own close on the
+     * user's thread still drained (Conduit.close() past its wait for that call). Whichever claims
+     * it tears it down, once, under that lock: the worker's close destroys the completion queues
+     * only after, which fail with EBUSY while its queue pair is on them.
+     */
+    private volatile boolean released;
+    /** Whether it was connected when its close began: the close that tears it down tells by it what it cut short. */
+    private boolean connectedAtClose;
     private boolean reported;
     private RemoteRegion lastRegion;
     private WireFormat.Region lastPayload;
@@ -753,20 +763,33 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
      * ({@link VerbsTransport#sendSide}). Without {@code drain} the worker's close found the send
      * queue held by another thread's call (Conduit.close() past its wait): then this close polls nothing and
      * touches no send buffer, which are that call's, and throws naming the work requests it did not
-     * wait for, which the teardown may have cut short.
+     * wait for, which the teardown may have cut short. That call may be this endpoint's own close,
+     * still draining: the worker's close then tears the endpoint down itself, before the queues it is
+     * on, and the drain stops and throws the transport's "closed" ({@link #released}).
      */
     void close(boolean drain) {
-        if (state == State.CLOSED) {
-            return;
+        boolean healthy;
+        synchronized (transport.lifecycle) {
+            if (released || drain && state == State.CLOSED) {
+                return;
+            }
+            if (state != State.CLOSED) {
+                connectedAtClose = state == State.CONNECTED;
+                state = State.CLOSED;
+            }
+            healthy = connectedAtClose;
+            if (!drain) {
+                // Also an endpoint whose own close drains on the user's thread: torn down here, that drain cut short.
+                tearDown(healthy, false, null);
+                return;
+            }
         }
-        boolean healthy = state == State.CONNECTED;
-        state = State.CLOSED;
         Throwable draining = null;
         try {
-            if (healthy && drain) {
+            if (healthy) {
                 // Let what was sent reach the peer before the end of stream tells it to tear the connection down.
                 long start = System.nanoTime();
-                while (freeCount < slots && failure == null && transport.withinWireupTimeout(start)) {
+                while (freeCount < slots && failure == null && !released && transport.withinWireupTimeout(start)) {
                     if (transport.pollSendQueue() == 0) {
                         Thread.onSpinWait();
                     }
@@ -776,12 +799,28 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
             // Whatever the drain threw (another connection's completion included), the connection is torn down.
             draining = e;
         }
+        synchronized (transport.lifecycle) {
+            if (released) {
+                // The worker's close tore it down meanwhile, and names it: this close says what every call under way does.
+                Throwable closedUnder = transport.failIfClosedUnder(draining);
+                if (closedUnder instanceof Error e) {
+                    throw e;
+                }
+                throw (RuntimeException) closedUnder;
+            }
+            tearDown(healthy, true, draining);
+        }
+    }
+
+    /** Tears the endpoint down, under the transport's {@link VerbsTransport#lifecycle}, and throws what its close met. */
+    private void tearDown(boolean healthy, boolean drained, Throwable draining) {
+        released = true;
         transport.closed(this);
         // A queue pair that could not be destroyed may still complete its outstanding work into the send queue, sized for
         // the outbound limit: its slot is not handed to a new endpoint until a retry of the teardown destroyed it.
         Teardown teardown = release(transport, this, peer, wireup, creditWord, ring, qp, arena);
         int taken = slots - freeCount; // read after the teardown, which waited for a post under way and refuses later ones
-        if (healthy && !drain && taken > 0) {
+        if (healthy && !drained && taken > 0) {
             draining = new ConduitException("verbs: closed the connection to " + peerName + " without waiting for its work requests "
                     + "in flight (" + taken + " of its send buffers taken): another thread's call on this worker held its send queue "
                     + "(the worker was closed under that call, as Conduit.close() does once its wait for the call ran out), so messages sent and puts made on it may not have reached the peer. "

@@ -95,7 +95,9 @@ import java.util.function.Function;
  *       call under way may then fail on what the close destroyed ({@link IllegalStateException}
  *       "... is closed": {@link FfmVerbs} waits for a library call under way and refuses later ones). A
  *       connection the call's liveness look retires is closed once, by whichever takes it out of the
- *       inbound list first ({@link #lifecycle}); the look then throws "verbs transport is closed". The
+ *       inbound list first ({@link #lifecycle}); the look then throws "verbs transport is closed". An
+ *       endpoint whose own close is the call, still draining, is torn down by the close, before the
+ *       queues it is on, and that drain then throws the same ({@link VerbsEndpoint#close(boolean)}). The
  *       close waits for {@link #await}'s sleep, which it wakes, before it closes the descriptors
  *       the sleep polls and reads ({@link #sleeping}).</li>
  * </ul>
@@ -164,7 +166,7 @@ final class VerbsTransport implements Transport {
      * its memory threw the JDK's bare "Already closed" out of the call. Never held while a sink or
      * an application handler runs; taken after {@link #sendSide}, never before it.
      */
-    private final Object lifecycle = new Object();
+    final Object lifecycle = new Object();
     private final FileDescriptor wake;
     private final FileDescriptor channelFd;
     private final FileDescriptor[] pollFds;
@@ -1134,7 +1136,7 @@ final class VerbsTransport implements Transport {
      * with what the step met on the way (a queue the close destroyed) suppressed in it; a failure
      * of the JVM's own still comes first ({@link #add}). Else {@code failure} as it is.
      */
-    private Throwable failIfClosedUnder(Throwable failure) {
+    Throwable failIfClosedUnder(Throwable failure) {
         if (!closed) {
             return failure;
         }

@@ -1787,13 +1787,8 @@ class LoopbackTransportTest {
         verbs.failPollsAfter(b.transport.receiveQueue, 1); // await's own poll succeeds; every poll after it fails
 
         AtomicReference<Throwable> thrown = new AtomicReference<>();
-        Thread waiter = Thread.ofPlatform().name("await-on-a-device-in-error").start(() -> {
-            try {
-                b.transport.await(1_000_000_000L);
-            } catch (Throwable t) {
-                thrown.set(t);
-            }
-        });
+        Thread waiter = catching("await-on-a-device-in-error", () -> b.transport.await(1_000_000_000L), thrown);
+        waiter.start();
         boolean returned = waiter.join(Duration.ofMinutes(1)); // a hang guard: the await throws as soon as the thread runs
         int failedPolls = verbs.failedPolls();
         verbs.healPolls(); // lets an await that loops end, so that the workers can be closed
@@ -1989,13 +1984,9 @@ class LoopbackTransportTest {
         assertThat(second.trySend(2, MemorySegment.NULL, bytes("second"))).isTrue();
         verbs.holdNextPoll(a.transport.sendQueue);
         AtomicReference<Throwable> callFailed = new AtomicReference<>();
-        Thread user = Thread.ofPlatform().name("worker-user").start(() -> {
-            try {
-                a.transport.progress(); // takes the first endpoint's completion, and stays inside the poll
-            } catch (Throwable t) {
-                callFailed.set(t);
-            }
-        });
+        // takes the first endpoint's completion, and stays inside the poll
+        Thread user = catching("worker-user", a.transport::progress, callFailed);
+        user.start();
         Throwable thrown;
         try {
             awaitOrFail(verbs::pollHeld, "the user's poll held inside the library");
@@ -2031,21 +2022,11 @@ class LoopbackTransportTest {
         assertThat(e.trySend(1, MemorySegment.NULL, bytes("in flight"))).isTrue();
         verbs.holdNextPoll(a.transport.sendQueue);
         AtomicReference<Throwable> callFailed = new AtomicReference<>();
-        Thread user = Thread.ofPlatform().name("worker-user").start(() -> {
-            try {
-                a.transport.progress(); // takes the SEND's completion, and stays inside the poll until the close is done
-            } catch (Throwable t) {
-                callFailed.set(t);
-            }
-        });
+        // takes the SEND's completion, and stays inside the poll until the close is done
+        Thread user = catching("worker-user", a.transport::progress, callFailed);
+        user.start();
         AtomicReference<Throwable> closeFailed = new AtomicReference<>();
-        Thread closer = Thread.ofPlatform().name("conduit-close").unstarted(() -> {
-            try {
-                a.transport.close();
-            } catch (Throwable t) {
-                closeFailed.set(t);
-            }
-        });
+        Thread closer = catching("conduit-close", a.transport::close, closeFailed);
         try {
             awaitOrFail(verbs::pollHeld, "the user's poll held inside the library");
             closer.start();
@@ -2063,6 +2044,49 @@ class LoopbackTransportTest {
         assertThat(verbs.overlappingPolls()).as("polls of the send queue while the user's was under way").isZero();
         assertThat(callFailed.get()).as("the user's progress: returned, or failed on what the close released")
                 .satisfiesAnyOf(t -> assertThat(t).isNull(), t -> assertThat(t).isInstanceOf(IllegalStateException.class));
+    }
+
+    /**
+     * The user closes an endpoint, whose close waits for its SEND in flight, and Conduit.close()
+     * past its wait closes the worker from another thread meanwhile. The worker's close skipped the
+     * endpoint (its state said closed) and destroyed the completion queues under its queue pair:
+     * the bare EBUSY of ibv_destroy_cq, and the queues, the channel and the protection domain left
+     * on the device. Now the endpoint is torn down once, by the worker's close, before the queues;
+     * the worker's close names the connection whose sends it did not wait for, and the endpoint's
+     * close says the transport was closed under it.
+     */
+    @Test
+    void anEndpointItsUserClosesWhileTheWorkerIsClosedFromAnotherThreadIsTornDownOnceBeforeTheQueuesItIsOn() throws Exception {
+        TestWorker a = peer("verbs.wireup.timeout", "1h");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        progressUntil(() -> b.transport.inbounds().size() == 1, a, b);
+        assertThat(e.trySend(1, MemorySegment.NULL, bytes("in flight"))).isTrue();
+        verbs.holdNextPoll(a.transport.sendQueue);
+        AtomicReference<Throwable> endpointCloseFailed = new AtomicReference<>();
+        // drains its SEND: takes its completion, and stays inside the poll until the worker's close is done
+        Thread user = catching("worker-user", e::close, endpointCloseFailed);
+        user.start();
+        AtomicReference<Throwable> closeFailed = new AtomicReference<>();
+        Thread closer = catching("conduit-close", a.transport::close, closeFailed);
+        try {
+            awaitOrFail(verbs::pollHeld, "the endpoint close's poll held inside the library");
+            closer.start();
+            awaitOrFail(() -> !closer.isAlive(), "the worker's close, while the endpoint's close drains");
+        } finally {
+            verbs.releaseHeldPoll();
+            user.join(60_000);
+            closer.join(60_000);
+        }
+
+        assertThat(closeFailed.get()).as("the worker's close").isInstanceOf(ConduitException.class)
+                .hasMessageContaining("closed the connection to 127.0.0.1:")
+                .hasMessageContaining("without waiting for its work requests in flight (1 of its send buffers taken)");
+        assertThat(closeFailed.get().getSuppressed()).as("what else the worker's close met").isEmpty();
+        assertThat(endpointCloseFailed.get()).as("the endpoint's close, whose drain the worker's close cut short")
+                .isInstanceOf(IllegalStateException.class).hasMessage("verbs transport is closed");
+        assertThat(verbs.openOf("qp ")).as("queue pairs left: the connector's, torn down once").isEqualTo(1); // b's inbound
+        assertThat(verbs.contextsOpen()).as("device contexts: b's only").isEqualTo(1);
     }
 
     /**
@@ -2086,21 +2110,10 @@ class LoopbackTransportTest {
         // The first poll is await's look after arming the queue; the second, the liveness look's, for the departed peer.
         verbs.holdPollAfter(b.transport.receiveQueue, 1);
         AtomicReference<Throwable> awaitFailed = new AtomicReference<>();
-        Thread user = Thread.ofPlatform().name("worker-user").start(() -> {
-            try {
-                b.transport.await(60_000_000_000L);
-            } catch (Throwable t) {
-                awaitFailed.set(t);
-            }
-        });
+        Thread user = catching("worker-user", () -> b.transport.await(60_000_000_000L), awaitFailed);
+        user.start();
         AtomicReference<Throwable> closeFailed = new AtomicReference<>();
-        Thread closer = Thread.ofPlatform().name("conduit-close").unstarted(() -> {
-            try {
-                b.transport.close();
-            } catch (Throwable t) {
-                closeFailed.set(t);
-            }
-        });
+        Thread closer = catching("conduit-close", b.transport::close, closeFailed);
         try {
             awaitOrFail(verbs::pollHeld, "the liveness look's poll held inside the library");
             closer.start();
@@ -2167,13 +2180,7 @@ class LoopbackTransportTest {
             }
         });
         AtomicReference<Throwable> closeFailed = new AtomicReference<>();
-        Thread closer = Thread.ofPlatform().name("conduit-close").unstarted(() -> {
-            try {
-                transport.close();
-            } catch (Throwable t) {
-                closeFailed.set(t);
-            }
-        });
+        Thread closer = catching("conduit-close", transport::close, closeFailed);
         try {
             assertThat(pollReturned.await(60, java.util.concurrent.TimeUnit.SECONDS)).as("await's poll returned").isTrue();
             closer.start();
@@ -2189,6 +2196,11 @@ class LoopbackTransportTest {
         assertThat(awaited.get()).as("await, woken").isEqualTo(true);
         assertThat(closeFailed.get()).as("the close").isNull();
         assertThat(verbs.openObjects()).as("queues and channel left open").isZero();
+    }
+
+    /** A thread named {@code name}, not started, that runs {@code call} and keeps what it throws in {@code failed}. */
+    private static Thread catching(String name, org.assertj.core.api.ThrowableAssert.ThrowingCallable call, AtomicReference<Throwable> failed) {
+        return Thread.ofPlatform().name(name).unstarted(() -> failed.set(catchThrowable(call)));
     }
 
     /** Waits until {@code condition} holds; fails after a minute (a hang guard, not a measure). */
