@@ -97,7 +97,8 @@ import java.util.function.Function;
  *       connection the call's liveness look retires is closed once, by whichever takes it out of the
  *       inbound list first ({@link #lifecycle}); the look then throws "verbs transport is closed". An
  *       endpoint whose own close is the call, still draining, is torn down by the close, before the
- *       queues it is on, and that drain then throws the same ({@link VerbsEndpoint#close(boolean)}). The
+ *       queues it is on, and that drain then throws the same ({@link VerbsEndpoint#close(boolean)}). A
+ *       kept teardown is retried by the look or the close, one at a time ({@link #retryKeptTeardowns}). The
  *       close waits for {@link #await}'s sleep, which it wakes, before it closes the descriptors
  *       the sleep polls and reads ({@link #sleeping}).</li>
  * </ul>
@@ -404,16 +405,20 @@ final class VerbsTransport implements Transport {
      * (that queue pair may still complete work into this worker's completion queues, which are sized
      * for the slots) and the teardown is kept: {@link #retryKeptTeardowns} runs it again at every
      * liveness look and in {@link #close()}, before the queues are closed, and frees the slot once
-     * it succeeded. On the progress thread.
+     * it succeeded. Under {@link #lifecycle}, as every change of the kept ones: the worker's close
+     * closes connections on its own thread (the wire-up server's close those it handed over), also
+     * under a call of the user's.
      */
     void unregister(Connection c, Teardown teardown) {
-        int slot = c != null && c.slot >= 0 && connections[c.slot] == c ? c.slot : -1;
-        boolean held = teardown.deviceMayWrite();
-        if (c != null) {
-            unregister(c, !held);
-        }
-        if (held) {
-            keptTeardowns.add(new KeptTeardown(teardown.retriedBy(RETRIES), slot));
+        synchronized (lifecycle) {
+            int slot = c != null && c.slot >= 0 && connections[c.slot] == c ? c.slot : -1;
+            boolean held = teardown.deviceMayWrite();
+            if (c != null) {
+                unregister(c, !held);
+            }
+            if (held) {
+                keptTeardowns.add(new KeptTeardown(teardown.retriedBy(RETRIES), slot));
+            }
         }
     }
 
@@ -434,7 +439,7 @@ final class VerbsTransport implements Transport {
     private record KeptTeardown(Teardown teardown, int slot) {
     }
 
-    /** Teardowns that left a queue pair or registration on the device: retried until they succeed. Progress thread only. */
+    /** Teardowns that left a queue pair or registration on the device: retried until they succeed. Under {@link #lifecycle}. */
     private final List<KeptTeardown> keptTeardowns = new ArrayList<>();
     /** Those of connections the wire-up thread could not build, on their way to {@link #keptTeardowns}. */
     private final Queue<KeptTeardown> keptByWireup = new ConcurrentLinkedQueue<>();
@@ -442,11 +447,17 @@ final class VerbsTransport implements Transport {
     /**
      * Runs every kept teardown again; one that succeeds frees its memory and its slot, one that
      * fails again stays kept. Throws nothing: a teardown's failure was thrown when its connection
-     * closed, and the caller decides what to say of a repeated one.
+     * closed, and the caller decides what to say of a repeated one. The caller holds
+     * {@link #lifecycle}: a liveness look and the close forced from another thread both retry
+     * them, and two retries of one teardown at once had the second find nothing held (the first had
+     * taken it) and free the memory while the first's {@code ibv_destroy_qp} was still under way,
+     * the slot freed twice, the list met mid-change; and the close destroyed the completion queues
+     * under that queue pair. A look that comes after the close began retries nothing: the close does.
      *
      * @return the teardowns whose retry failed, with their {@link Teardown#failure()} of this retry
      */
     private List<Teardown> retryKeptTeardowns() {
+        assert Thread.holdsLock(lifecycle);
         for (KeptTeardown k; (k = keptByWireup.poll()) != null; ) {
             keptTeardowns.add(k);
         }
@@ -482,7 +493,9 @@ final class VerbsTransport implements Transport {
 
     /** Teardowns kept because they left something on the device, for tests. */
     int keptTeardowns() {
-        return keptTeardowns.size() + keptByWireup.size();
+        synchronized (lifecycle) {
+            return keptTeardowns.size() + keptByWireup.size();
+        }
     }
 
     /** Inbound slots taken, for tests. */
@@ -745,7 +758,11 @@ final class VerbsTransport implements Transport {
         } catch (RuntimeException | Error e) {
             failure = e;
         }
-        for (Teardown t : retryKeptTeardowns()) {
+        List<Teardown> retried;
+        synchronized (lifecycle) {
+            retried = closed ? List.of() : retryKeptTeardowns();
+        }
+        for (Teardown t : retried) {
             if (Cleanup.isTheJvmsOwn(t.failure())) {
                 failure = add(failure, t.failure());
             }
@@ -1221,6 +1238,9 @@ final class VerbsTransport implements Transport {
      */
     private Throwable closeOwning(boolean owned, Throwable failure) {
         List<Throwable> connections = new ArrayList<>();
+        List<KeptTeardown> keptBefore;
+        List<Teardown> retried;
+        List<KeptTeardown> keptAfter;
         synchronized (lifecycle) {
             for (VerbsEndpoint e : endpoints) {
                 try {
@@ -1237,13 +1257,14 @@ final class VerbsTransport implements Transport {
                     connections.add(ex);
                 }
             }
+            // Before the queues: a queue pair left on them keeps them (and the protection domain) from being destroyed.
+            keptBefore = new ArrayList<>(keptTeardowns);
+            keptBefore.addAll(keptByWireup);
+            retried = retryKeptTeardowns();
+            keptAfter = List.copyOf(keptTeardowns);
         }
-        // Before the queues: a queue pair left on them keeps them (and the protection domain) from being destroyed.
-        List<KeptTeardown> keptBefore = new ArrayList<>(keptTeardowns);
-        keptBefore.addAll(keptByWireup);
-        List<Teardown> retried = retryKeptTeardowns();
         for (Throwable ex : connections) {
-            KeptTeardown healed = keptBefore.stream().filter(k -> k.teardown().threw(ex) && !keptTeardowns.contains(k)).findFirst()
+            KeptTeardown healed = keptBefore.stream().filter(k -> k.teardown().threw(ex) && !keptAfter.contains(k)).findFirst()
                     .orElse(null);
             if (healed == null || Cleanup.isTheJvmsOwn(ex)) { // the JVM's own is never lost
                 failure = add(failure, ex);

@@ -2090,6 +2090,48 @@ class LoopbackTransportTest {
     }
 
     /**
+     * A connection whose queue pair the device refused to destroy is kept, and retried at each
+     * liveness look and in the worker's close. Conduit.close() past its wait closes the worker from
+     * another thread while await's liveness look retries it: the close retried it too, found
+     * nothing held (the look had taken it), freed its memory while the look's ibv_destroy_qp was
+     * still under way, and destroyed the completion queues under that queue pair (the bare EBUSY
+     * of ibv_destroy_cq, the queues, channel and protection domain left). Now the close waits for
+     * the look's retry, which tears it down once, and the look then says the transport is closed.
+     */
+    @Test
+    void aCloseFromAnotherThreadWhileAwaitsLivenessLookRetriesAKeptTeardownRetriesItNoSecondTimeAndLeavesNothing() throws Exception {
+        TestWorker a = peer("verbs.liveness.interval", "1ms");
+        TestWorker b = peer();
+        TransportEndpoint e = connected(a.connect(b), a, b);
+        verbs.failNext("ibv_destroy_qp", 1, Errno.EBUSY);
+        assertThatThrownBy(e::close).isInstanceOf(ConduitException.class).hasMessageContaining("EBUSY");
+        assertThat(a.transport.keptTeardowns()).as("the connection's teardown, kept").isEqualTo(1);
+        verbs.holdNextDestroy();
+        AtomicReference<Throwable> awaitFailed = new AtomicReference<>();
+        // its liveness look retries the kept teardown, and stays inside ibv_destroy_qp
+        Thread user = catching("worker-user", () -> a.transport.await(60_000_000_000L), awaitFailed);
+        user.start();
+        AtomicReference<Throwable> closeFailed = new AtomicReference<>();
+        Thread closer = catching("conduit-close", a.transport::close, closeFailed);
+        try {
+            awaitOrFail(verbs::destroyHeld, "the liveness look's retry held inside ibv_destroy_qp");
+            closer.start();
+            awaitOrFail(() -> !closer.isAlive() || closer.getState() == Thread.State.BLOCKED,
+                    "the close, or its wait for the liveness look");
+        } finally {
+            verbs.releaseHeldDestroy();
+            user.join(60_000);
+            closer.join(60_000);
+        }
+
+        assertThat(closeFailed.get()).as("the close").isNull();
+        assertThat(awaitFailed.get()).as("await, whose look found the transport closed under it").isInstanceOf(IllegalStateException.class)
+                .hasMessage("verbs transport is closed");
+        assertThat(a.transport.keptTeardowns()).as("teardowns still kept").isZero();
+        assertThat(verbs.openOf("qp ")).as("queue pairs left: b's inbound").isEqualTo(1);
+    }
+
+    /**
      * await's liveness look delivers the last messages of a connector that left, then retires its
      * connection; Conduit.close() past its wait closes the worker from another thread meanwhile,
      * and both closed that connection: the second close of its memory threw the JDK's bare

@@ -101,6 +101,8 @@ import static dev.conduit.plugin.verbs.VerbsAbi.*;
  *       library does; a poll of a queue while another poll of it is under way is counted in
  *       {@link #overlappingPolls()}, which a transport whose polls have one owner at a time never causes
  *       (they share the queue's {@code ibv_wc} array and its caller's completion arrays).</li>
+ *   <li>on request ({@link #holdNextDestroy}), the next {@code ibv_destroy_qp} stays inside the call, its queue pair
+ *       still there, until {@link #releaseHeldDestroy}.</li>
  * </ul>
  * Every device opened from one instance is on the same simulated fabric. Thread-safe: every call
  * that reads or changes the fabric's state holds the instance's lock, as the transport builds
@@ -168,6 +170,11 @@ final class LoopbackVerbs implements Verbs {
     private int pollsBeforeHold;
     private boolean pollHeld;
     private int overlappingPolls;
+    /** Opened by {@link #releaseHeldDestroy}: what the {@code ibv_destroy_qp} that {@link #holdNextDestroy} holds waits for. */
+    private CountDownLatch destroyRelease;
+    /** Whether the next {@code ibv_destroy_qp} is to be held ({@link #holdNextDestroy}). */
+    private boolean holdDestroy;
+    private boolean destroyHeld;
 
     /** The {@code max_rd_atomic} (initiator) and {@code max_dest_rd_atomic} (responder) a queue pair was given. */
     record Depths(int initiator, int responder) {
@@ -331,6 +338,25 @@ final class LoopbackVerbs implements Verbs {
     /** Lets the held poll return what it took. */
     synchronized void releaseHeldPoll() {
         pollRelease.countDown();
+    }
+
+    /**
+     * Makes the next {@code ibv_destroy_qp} stay inside the call, its queue pair not destroyed yet,
+     * until {@link #releaseHeldDestroy}, as a thread preempted in the library does.
+     */
+    synchronized void holdNextDestroy() {
+        holdDestroy = true;
+        destroyRelease = new CountDownLatch(1);
+    }
+
+    /** Whether an {@code ibv_destroy_qp} {@link #holdNextDestroy} asked for is inside the call now. */
+    synchronized boolean destroyHeld() {
+        return destroyHeld;
+    }
+
+    /** Lets the held {@code ibv_destroy_qp} go on. */
+    synchronized void releaseHeldDestroy() {
+        destroyRelease.countDown();
     }
 
     /** Polls of a completion queue begun while another poll of the same queue was under way. */
@@ -1123,6 +1149,22 @@ final class LoopbackVerbs implements Verbs {
 
         @Override
         public void close() {
+            CountDownLatch hold;
+            synchronized (LoopbackVerbs.this) {
+                hold = holdDestroy ? destroyRelease : null;
+                holdDestroy = false;
+                destroyHeld |= hold != null;
+            }
+            if (hold != null) {
+                try {
+                    hold.await();
+                } catch (InterruptedException e) {
+                    throw new AssertionError("interrupted while ibv_destroy_qp was held", e);
+                }
+                synchronized (LoopbackVerbs.this) {
+                    destroyHeld = false;
+                }
+            }
             synchronized (LoopbackVerbs.this) {
                 if (eventsReported != eventsAcknowledged) {
                     throw new IllegalStateException("ibv_destroy_qp(loop0 qp " + number + ") would wait for ever: " + eventsReported
