@@ -2,6 +2,8 @@ package dev.conduit.tools;
 
 import dev.conduit.Conduit;
 import dev.conduit.ConduitBuilder;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigException;
 import picocli.CommandLine;
@@ -66,15 +68,26 @@ public final class ConduitCommand implements Runnable {
     private CommandSpec spec;
 
     private final Supplier<ConduitBuilder> builders;
+    private final Supplier<Libc> libc;
 
     /** The command as run from the command line: Conduit configured from the process's environment. */
     public ConduitCommand() {
-        this(Conduit::builder);
+        this(Conduit::builder, Linux::libc);
     }
 
     /** For tests: every Conduit this command opens starts from a builder made by {@code builders}. */
     ConduitCommand(Supplier<ConduitBuilder> builders) {
+        this(builders, Linux::libc);
+    }
+
+    /**
+     * For tests: as {@link #ConduitCommand(Supplier)}, and the shared directories
+     * ({@code conduit info}'s SHARED FILES, {@code conduit reclaim}) are read through {@code libc}: one that answers
+     * {@code fstatfs} as an NFS or 9p mount would, which a test machine need not have.
+     */
+    ConduitCommand(Supplier<ConduitBuilder> builders, Supplier<Libc> libc) {
         this.builders = Objects.requireNonNull(builders, "builders");
+        this.libc = Objects.requireNonNull(libc, "libc");
     }
 
     /** Runs the command and exits the JVM with its exit code. */
@@ -135,6 +148,15 @@ public final class ConduitCommand implements Runnable {
     /** Opens Conduit with a subcommand's {@code --set} values on top of the usual sources. The caller closes it. */
     Conduit openConduit(ConduitOptions options) {
         return newBuilder(options).build();
+    }
+
+    /**
+     * The system calls on memfd's and posix's directories.
+     *
+     * @throws dev.conduit.spi.ConduitException if they cannot be made here, saying why
+     */
+    Libc libc() {
+        return libc.get();
     }
 
     /** A builder with a subcommand's {@code --set} values on top of the usual sources, for a subcommand that adds its own. */

@@ -41,7 +41,7 @@ final class InfoCommand implements Runnable {
         InfoReport report;
         // Only a snapshot is needed: close Conduit before printing, so nothing stays open if the output blocks.
         try (Conduit opened = conduit.openConduit(options)) {
-            report = InfoReport.of(opened, ToolVersion.current());
+            report = InfoReport.of(opened, ToolVersion.current(), conduit::libc);
         }
         PrintWriter out = spec.commandLine().getOut();
         if (json) {

@@ -4,6 +4,7 @@ import dev.conduit.Conduit;
 import dev.conduit.ConfigEntry;
 import dev.conduit.IpcCacheStats;
 import dev.conduit.PluginInfo;
+import dev.conduit.linux.Libc;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConduitPlugin;
 import dev.conduit.spi.ThreadMode;
@@ -15,6 +16,7 @@ import java.util.Map;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 
 /**
  * What {@code conduit info} shows, taken from an open {@link Conduit} once, so that the text and
@@ -45,13 +47,14 @@ record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, L
         sharedFiles = List.copyOf(sharedFiles);
     }
 
-    static InfoReport of(Conduit conduit, String version) {
+    /** The report of {@code conduit}, its shared directories read through the {@link Libc} {@code libc} gives. */
+    static InfoReport of(Conduit conduit, String version, Supplier<Libc> libc) {
         List<String> selected = conduit.selectedPlugins();
         List<ConfigEntry> runtime = conduit.configuration().stream().filter(e -> e.owner().equals(RUNTIME_OWNER)).toList();
         Optional<ConfigEntry> transports = runtime.stream().filter(e -> e.key().equals(TRANSPORTS_KEY)).findFirst();
         List<PluginInfo> plugins = selectedFirst(conduit.plugins(), selected);
         List<SharedFiles.Listing> sharedFiles = SharedFiles.places(plugins, conduit.configuration()).stream()
-                .map(SharedFiles::survey).toList();
+                .map(place -> SharedFiles.survey(libc, place)).toList();
         return new InfoReport(version, ConduitPlugin.SPI_VERSION, plugins, runtime, selected, transports, threadPolicies(conduit),
                 conduit.ipcCacheStats(), sharedFiles);
     }

@@ -88,7 +88,7 @@ final class ReclaimCommand implements Callable<Integer> {
             if (text != null) text.println(place.plugin() + "  " + place.directory() + "  (" + place.setBy() + ")");
             Report report = new Report(text, place.directory(), dryRun);
             try {
-                SharedFiles.inDirectory(place, (libc, directory) -> {
+                SharedFiles.inDirectory(conduit::libc, place, (libc, directory) -> {
                     String acrossKernels = trustLeases ? null : OwnerLease.leasesAcrossKernels(directory);
                     if (acrossKernels != null) {
                         throw new ConduitException(acrossKernels + ": run conduit reclaim --trust-leases once no process under "
@@ -105,7 +105,7 @@ final class ReclaimCommand implements Callable<Integer> {
                 }
                 continue;
             }
-            SharedFiles.Listing after = SharedFiles.survey(place);
+            SharedFiles.Listing after = SharedFiles.survey(conduit::libc, place);
             if (dryRun) {
                 // Nothing went: what a reclaim would leave is the directory as it is, less what the dry run listed.
                 after = after.without(report.removed.stream().map(Removed::name).collect(Collectors.toSet()));

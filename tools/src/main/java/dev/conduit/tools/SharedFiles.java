@@ -4,7 +4,6 @@ import dev.conduit.ConfigEntry;
 import dev.conduit.PluginInfo;
 import dev.conduit.linux.ErrnoException;
 import dev.conduit.linux.Libc;
-import dev.conduit.linux.Linux;
 import dev.conduit.shm.OwnerLease;
 import dev.conduit.shm.ShmPlugins;
 import dev.conduit.shm.SharedDirectory;
@@ -15,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * Where memfd and posix keep their files, as this process's configuration names the directories,
@@ -98,11 +98,11 @@ final class SharedFiles {
         return List.copyOf(places.values());
     }
 
-    /** Lists {@code place} without changing anything in it ({@link OwnerLease#survey}). */
-    static Listing survey(Place place) {
+    /** Lists {@code place} through {@code libc} without changing anything in it ({@link OwnerLease#survey}). */
+    static Listing survey(Supplier<Libc> libc, Place place) {
         try {
-            return inDirectory(place, (libc, directory) -> {
-                OwnerLease.Survey survey = OwnerLease.survey(libc, directory, place.prefix());
+            return inDirectory(libc, place, (opened, directory) -> {
+                OwnerLease.Survey survey = OwnerLease.survey(opened, directory, place.prefix());
                 return new Listing(place, survey, null, pendingAges(directory, survey));
             });
         } catch (ConduitException e) {
@@ -137,15 +137,16 @@ final class SharedFiles {
     }
 
     /**
-     * Runs {@code action} on {@code place}'s directory, opened as the plugins open it.
+     * Runs {@code action} on {@code place}'s directory, opened as the plugins open it, with the {@link Libc} {@code libc}
+     * gives ({@link ConduitCommand#libc}).
      *
      * @throws ConduitException when it cannot be opened (naming the path, the errno and the key), or system calls
      *                          cannot be made here
      */
-    static <T> T inDirectory(Place place, InDirectory<T> action) {
-        Libc libc = Linux.libc();
-        try (SharedDirectory directory = SharedDirectory.open(libc, place.directory(), place.setBy())) {
-            return action.run(libc, directory);
+    static <T> T inDirectory(Supplier<Libc> libc, Place place, InDirectory<T> action) {
+        Libc calls = libc.get();
+        try (SharedDirectory directory = SharedDirectory.open(calls, place.directory(), place.setBy())) {
+            return action.run(calls, directory);
         }
     }
 

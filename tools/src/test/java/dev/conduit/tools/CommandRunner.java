@@ -2,6 +2,8 @@ package dev.conduit.tools;
 
 import dev.conduit.Conduit;
 import dev.conduit.ConduitBuilder;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConduitPlugin;
 
 import java.io.PrintWriter;
@@ -26,10 +28,21 @@ final class CommandRunner {
 
     private final List<ConduitPlugin> plugins;
     private final boolean discover;
+    private final Supplier<Libc> libc;
 
-    private CommandRunner(List<ConduitPlugin> plugins, boolean discover) {
+    private CommandRunner(List<ConduitPlugin> plugins, boolean discover, Supplier<Libc> libc) {
         this.plugins = plugins;
         this.discover = discover;
+        this.libc = libc;
+    }
+
+    private CommandRunner(List<ConduitPlugin> plugins, boolean discover) {
+        this(plugins, discover, Linux::libc);
+    }
+
+    /** This runner, reading the shared directories through {@code libc} ({@link FileSystemType#answering}). */
+    CommandRunner withLibc(Libc libc) {
+        return new CommandRunner(plugins, discover, () -> libc);
     }
 
     static CommandRunner withPlugins(ConduitPlugin... plugins) {
@@ -84,7 +97,7 @@ final class CommandRunner {
 
     private Result runWritingTo(Writer out, Supplier<ConduitBuilder> builders, String... args) {
         StringWriter err = new StringWriter();
-        int exitCode = new ConduitCommand(builders).commandLine(new StandardOutput(out))
+        int exitCode = new ConduitCommand(builders, libc).commandLine(new StandardOutput(out))
                 .setErr(new PrintWriter(err, true))
                 .execute(args);
         return new Result(exitCode, "", err.toString());

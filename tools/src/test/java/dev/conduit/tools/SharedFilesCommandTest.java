@@ -318,6 +318,38 @@ class SharedFilesCommandTest {
         assertThat(names()).contains(DEAD_LEASE, directory).doesNotContain(DEAD_CHUNK, PENDING);
     }
 
+    /**
+     * On a directory other kernels may see too (9p here, its {@code fstatfs} faked), a free lease may be held under another
+     * kernel: {@code conduit reclaim} refuses it, naming the file system, the directory, the risk and {@code --trust-leases},
+     * and exits with 1 having removed nothing, also with {@code --dry-run} (not 3: nothing was judged); with
+     * {@code --trust-leases} it reclaims as on tmpfs. Until 2026-12-08 the refusal had no test.
+     */
+    @Test
+    void reclaimRefusesADirectoryOtherKernelsMaySeeUnlessTrustLeasesIsGiven() throws IOException {
+        leaveADeadOwner();
+        List<String> before = names();
+        CommandRunner over9p = conduit.withLibc(FileSystemType.answering(dev.conduit.linux.Libc.V9FS_MAGIC));
+        String[] posix = {"--set", "shared.dir=" + shared, "--set", "transports=posix"};
+
+        for (Result refused : List.of(over9p.run(concat("reclaim", posix)), over9p.run(concat("reclaim", concat("--dry-run", posix))))) {
+            assertThat(refused.exitCode()).as(refused.out() + refused.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(refused.out()).contains("  cannot reclaim: the shared directory " + shared + " is on 9p, which other kernels "
+                            + "may see too",
+                    "so a live owner there looks dead here, and a reclaim would remove its files",
+                    ": run conduit reclaim --trust-leases once no process under another kernel uses the directory, or its locks "
+                            + "reach every kernel that does\n")
+                    .doesNotContain("removed      ", "  would remove ", "left:");
+            assertThat(refused.err()).contains("conduit: cannot reclaim in posix in " + shared);
+            assertThat(names()).as("a refused reclaim removes nothing").isEqualTo(before);
+        }
+
+        Result trusted = over9p.run(concat("reclaim", concat("--trust-leases", posix)));
+
+        assertThat(trusted.exitCode()).as(trusted.out() + trusted.err()).isZero();
+        assertThat(trusted.out()).contains("removed 2 files, 4096 bytes, of 1 dead owner; removed 1 pending lease nobody held\n");
+        assertThat(names()).containsExactly(STRAY);
+    }
+
     @Test
     void reclaimBehindAReadOnlyMountNamesEroFsAndKeepsTheDeadOwnersLease() throws Exception {
         leaveADeadOwner();
