@@ -70,6 +70,7 @@ final class InfoJson {
         json.beginObject();
         writePlace(json, listing.place());
         json.member("error", listing.error());
+        json.member("leasesAcrossKernels", listing.leasesAcrossKernels());
         writeSurvey(listing);
         json.endObject();
     }

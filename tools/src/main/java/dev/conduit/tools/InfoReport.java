@@ -54,7 +54,7 @@ record InfoReport(String version, String spiVersion, List<PluginInfo> plugins, L
         Optional<ConfigEntry> transports = runtime.stream().filter(e -> e.key().equals(TRANSPORTS_KEY)).findFirst();
         List<PluginInfo> plugins = selectedFirst(conduit.plugins(), selected);
         List<SharedFiles.Listing> sharedFiles = SharedFiles.places(plugins, conduit.configuration()).stream()
-                .map(place -> SharedFiles.survey(libc, place)).toList();
+                .map(place -> SharedFiles.survey(libc, place, false)).toList();
         return new InfoReport(version, ConduitPlugin.SPI_VERSION, plugins, runtime, selected, transports, threadPolicies(conduit),
                 conduit.ipcCacheStats(), sharedFiles);
     }

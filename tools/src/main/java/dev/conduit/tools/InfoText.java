@@ -64,6 +64,11 @@ final class InfoText {
                 }
                 continue;
             }
+            if (listing.leasesAcrossKernels() != null) {
+                String note = "leases here cannot tell a dead owner from one alive under another kernel: " + listing.leasesAcrossKernels()
+                        + "; a free lease is listed UNJUDGED, and conduit reclaim refuses the directory without --trust-leases";
+                for (String line : wrap(note, WRAP_WIDTH - FIELD_INDENT.length())) out.println(FIELD_INDENT + line);
+            }
             OwnerLease.Survey survey = listing.survey();
             out.println(FIELD_INDENT + summary(survey));
             for (OwnerLease.Owner owner : survey.owners()) {

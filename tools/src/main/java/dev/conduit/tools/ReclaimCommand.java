@@ -105,7 +105,8 @@ final class ReclaimCommand implements Callable<Integer> {
                 }
                 continue;
             }
-            SharedFiles.Listing after = SharedFiles.survey(conduit::libc, place);
+            // Reached only where the leases tell, or are trusted to (--trust-leases): what is left is judged as the reclaim judged.
+            SharedFiles.Listing after = SharedFiles.survey(conduit::libc, place, true);
             if (dryRun) {
                 // Nothing went: what a reclaim would leave is the directory as it is, less what the dry run listed.
                 after = after.without(report.removed.stream().map(Removed::name).collect(Collectors.toSet()));

@@ -54,10 +54,14 @@ final class SharedFiles {
     /**
      * What {@link #survey} found in a place: the survey, or why the directory could not be listed.
      *
-     * @param pendingAgeSeconds for each {@link OwnerLease.State#PENDING} owner's lease, how long ago it was last modified
-     *                          (its creation: a starting owner writes nothing into it), {@code -1} when that could not be read
+     * @param pendingAgeSeconds   for each {@link OwnerLease.State#PENDING} owner's lease, how long ago it was last modified
+     *                            (its creation: a starting owner writes nothing into it), {@code -1} when that could not be read
+     * @param leasesAcrossKernels why a free lease there may be a live owner's under another kernel
+     *                            ({@link OwnerLease#leasesAcrossKernels}), its owners listed {@link OwnerLease.State#UNJUDGED};
+     *                            {@code null} where the leases tell, or were trusted to ({@code --trust-leases})
      */
-    record Listing(Place place, OwnerLease.Survey survey, String error, Map<String, Long> pendingAgeSeconds) {
+    record Listing(Place place, OwnerLease.Survey survey, String error, Map<String, Long> pendingAgeSeconds,
+                   String leasesAcrossKernels) {
         /**
          * This listing without the files named in {@code names} and the owners whose lease is among them: what a
          * reclaim that removed them would leave ({@code conduit reclaim --dry-run}). A listing that failed stays as it is.
@@ -68,7 +72,7 @@ final class SharedFiles {
                     .map(owner -> new OwnerLease.Owner(owner.id(), owner.lease(), owner.state(), owner.why(), without(owner.files(), names)))
                     .toList();
             return new Listing(place, new OwnerLease.Survey(owners, without(survey.unowned(), names), without(survey.probes(), names)),
-                    null, pendingAgeSeconds);
+                    null, pendingAgeSeconds, leasesAcrossKernels);
         }
 
         private static List<OwnerLease.FileEntry> without(List<OwnerLease.FileEntry> files, Set<String> names) {
@@ -98,16 +102,31 @@ final class SharedFiles {
         return List.copyOf(places.values());
     }
 
-    /** Lists {@code place} through {@code libc} without changing anything in it ({@link OwnerLease#survey}). */
-    static Listing survey(Supplier<Libc> libc, Place place) {
+    /**
+     * Lists {@code place} through {@code libc} without changing anything in it ({@link OwnerLease#survey}). On a file system
+     * other kernels may see too, an owner whose lease is free is {@link OwnerLease.State#UNJUDGED} unless
+     * {@code trustLeases}: it may live under another kernel, whose lock does not reach this one ({@link Listing#leasesAcrossKernels}).
+     */
+    static Listing survey(Supplier<Libc> libc, Place place, boolean trustLeases) {
         try {
             return inDirectory(libc, place, (opened, directory) -> {
                 OwnerLease.Survey survey = OwnerLease.survey(opened, directory, place.prefix());
-                return new Listing(place, survey, null, pendingAges(directory, survey));
+                String acrossKernels = trustLeases ? null : OwnerLease.leasesAcrossKernels(directory);
+                if (acrossKernels != null) survey = freeLeasesUnjudged(survey, directory.seenByOtherKernels());
+                return new Listing(place, survey, null, pendingAges(directory, survey), acrossKernels);
             });
         } catch (ConduitException e) {
-            return new Listing(place, null, e.getMessage(), Map.of());
+            return new Listing(place, null, e.getMessage(), Map.of(), null);
         }
+    }
+
+    /** {@code survey} with each {@link OwnerLease.State#DEAD} owner unjudged: on {@code fileSystem}, dead or alive elsewhere. */
+    private static OwnerLease.Survey freeLeasesUnjudged(OwnerLease.Survey survey, String fileSystem) {
+        String why = "its lease is free here, as a lease held under another kernel looks on " + fileSystem + ": dead, or alive "
+                + "under another kernel (conduit reclaim --trust-leases takes it for dead)";
+        List<OwnerLease.Owner> owners = survey.owners().stream().map(owner -> owner.state() != OwnerLease.State.DEAD ? owner
+                : new OwnerLease.Owner(owner.id(), owner.lease(), OwnerLease.State.UNJUDGED, why, owner.files())).toList();
+        return new OwnerLease.Survey(owners, survey.unowned(), survey.probes());
     }
 
     /**

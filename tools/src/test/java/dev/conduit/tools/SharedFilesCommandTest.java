@@ -558,6 +558,49 @@ class SharedFilesCommandTest {
     }
 
     /**
+     * On a directory other kernels may see too (9p here, its {@code fstatfs} faked), a free lease may be a live owner's under
+     * another kernel: {@code conduit info} lists it {@code UNJUDGED}, saying why, and the place says that its leases cannot
+     * tell (text: under the heading; JSON: {@code leasesAcrossKernels}, {@code null} elsewhere), never {@code DEAD} with
+     * "conduit reclaim removes them", which a reclaim there refuses to do without {@code --trust-leases}. A held lease is
+     * still {@code LIVE}. Until 2026-12-08 such an owner was listed {@code DEAD}, and a script counting dead owners' bytes
+     * counted a live peer's.
+     */
+    @Test
+    void infoOverADirectoryOtherKernelsMaySeeListsAFreeLeaseUnjudgedAndSaysWhy() throws IOException {
+        try (Conduit live = openLiveOwner(); Pool pool = live.pool("posix")) {
+            pool.allocate(4096);
+            leaveADeadOwner();
+            CommandRunner over9p = conduit.withLibc(FileSystemType.answering(dev.conduit.linux.Libc.V9FS_MAGIC));
+            String[] posix = {"--set", "shared.dir=" + shared, "--set", "transports=posix"};
+
+            String section = sharedFiles(over9p.run(concat("info", posix)));
+
+            assertThat(section).contains("(shared.dir (CONDUIT_SHARED_DIR))\n    leases here cannot tell a dead owner from one alive");
+            assertThat(section.replaceAll("\\s+", " ")).as("the note, its lines joined").contains("leases here cannot tell a dead "
+                    + "owner from one alive under another kernel: the shared directory " + shared + " is on 9p, which other kernels "
+                    + "may see too", "; a free lease is listed UNJUDGED, and conduit reclaim refuses the directory without "
+                    + "--trust-leases 3 owners");
+            assertThat(section).contains("UNJUDGED  " + DEAD_LEASE + "  its lease is free here, as a lease held under another kernel looks on 9p: "
+                            + "dead, or alive under another kernel",
+                    "3 owners (1 live, 1 pending, 1 unjudged)")
+                    .containsPattern("LIVE      conduit-posix-[0-9a-f]{32}\\.lease")
+                    .doesNotContain("DEAD      ", "conduit reclaim removes them");
+
+            Result json = over9p.run(concat("info", concat("--json", posix)));
+            assertThat(json.exitCode()).as(json.err()).isZero();
+            Map<String, Object> listing = Json.objects(JsonParser.parseObject(json.out()), "sharedFiles").getFirst();
+            assertThat((String) listing.get("leasesAcrossKernels")).startsWith("the shared directory " + shared + " is on 9p");
+            assertThat(Json.objects(listing, "owners")).filteredOn(o -> DEAD_LEASE.equals(o.get("lease"))).singleElement()
+                    .satisfies(o -> assertThat(o).containsEntry("state", "UNJUDGED"))
+                    .satisfies(o -> assertThat((String) o.get("why")).contains("dead, or alive under another kernel"));
+
+            Result here = conduit.run(concat("info", concat("--json", posix)));
+            assertThat(Json.objects(JsonParser.parseObject(here.out()), "sharedFiles").getFirst())
+                    .as("a directory only this kernel sees").containsEntry("leasesAcrossKernels", null);
+        }
+    }
+
+    /**
      * A pending lease is shown with its age, from its modification time: a starting owner renames its pending lease into
      * place three system calls after creating it, so one hours old is an owner killed while creating it, not one
      * starting. Both looked the same ("PENDING" and the name).
@@ -734,7 +777,7 @@ class SharedFilesCommandTest {
         String why = "cannot open the shared directory " + shared + ": ENOENT";
         ReclaimCommand.Reclaimed reclaimed = new ReclaimCommand.Reclaimed(place, null,
                 List.of(new ReclaimCommand.Removed(ReclaimCommand.Kind.DEAD_OWNERS_FILE, DEAD, DEAD_LEASE, 0)), List.of(),
-                new SharedFiles.Listing(place, null, why, Map.of()));
+                new SharedFiles.Listing(place, null, why, Map.of(), null));
         List<String> failures = ReclaimCommand.failures(List.of(reclaimed));
         java.io.StringWriter out = new java.io.StringWriter();
 
