@@ -418,7 +418,7 @@ final class PerfCommand implements Callable<Integer> {
         try (Conduit c = open(Map.of())) {
             requireATransport(c);
             Path parent = sharedDirectoryOf(c);
-            String gone = PerfPeer.removeDirectoriesOfGoneRuns(parent);
+            String gone = PerfPeer.removeDirectoriesOfGoneRuns(conduit.libc(), parent);
             if (gone != null) err.println(gone);
             String oneCpu = oneCpuWarning(Runtime.getRuntime().availableProcessors(), plan.wakeup());
             if (oneCpu != null) err.println(oneCpu);

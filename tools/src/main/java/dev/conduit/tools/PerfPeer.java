@@ -243,15 +243,25 @@ final class PerfPeer implements AutoCloseable {
      * yet (a run that is starting), with a live or pending one, or with a bootstrap file a process holds locked (its
      * server runs, or is writing it) or that no server wrote is left alone.
      *
+     * <p>Nothing is removed under a {@code parent} other kernels may see too ({@link OwnerLease#leasesAcrossKernels}): a run's
+     * directory is private to it, but {@code parent} is not, and a run of this user under another kernel (a VM's guest, its
+     * host, another host on the same NFS directory) holds leases there that look free here.
+     *
+     * @param libc the system calls ({@link ConduitCommand#libc})
      * @return one line that says what was removed and what could not be, or {@code null} when there was nothing to say
      */
-    static String removeDirectoriesOfGoneRuns(Path parent) {
-        Libc libc = Linux.libc();
+    static String removeDirectoriesOfGoneRuns(Libc libc, Path parent) {
         List<String> removed = new ArrayList<>();
         List<String> failed = new ArrayList<>();
         try (SharedDirectory under = SharedDirectory.open(libc, parent, "--shared-dir")) {
-            for (String name : under.list("conduit-perf-")) {
-                if (!PRIVATE_DIRECTORY.matcher(name).matches()) continue;
+            List<String> runs = under.list("conduit-perf-").stream().filter(name -> PRIVATE_DIRECTORY.matcher(name).matches()).toList();
+            String acrossKernels = runs.isEmpty() ? null : OwnerLease.leasesAcrossKernels(under);
+            if (acrossKernels != null) {
+                return "conduit perf: removed none of the " + runs.size() + (runs.size() == 1 ? " directory" : " directories")
+                        + " that other runs made in " + parent + " (" + String.join(", ", runs) + "): " + acrossKernels
+                        + "; remove by hand those whose runs are gone";
+            }
+            for (String name : runs) {
                 try {
                     String gone = removeIfItsRunIsGone(libc, under, name);
                     if (gone != null) removed.add(name + " (" + gone + ")");

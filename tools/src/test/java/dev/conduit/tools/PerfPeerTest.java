@@ -1,6 +1,9 @@
 package dev.conduit.tools;
 
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +16,29 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /** The spawned server's private directory, and how the spawning client ends its process (a shell standing in for the server). */
 class PerfPeerTest {
+
+    /**
+     * A run's directory is private to it, its parent is not: on a parent other kernels may see too (9p here, its
+     * {@code fstatfs} faked), the directory of a run of this user under another kernel holds leases that look free here,
+     * so no run removes it, and says so with the file system and what to do. Until 2026-12-08 a run removed it, its run's
+     * lease and its workers' queues with it, as it removes one a killed run left; where the leases tell, it still does.
+     */
+    @Test
+    void noRunRemovesTheDirectoryOfAnotherRunUnderAParentOtherKernelsMaySee(@TempDir Path parent) throws Exception {
+        Path other = Files.createDirectory(parent.resolve("conduit-perf-0000dead"));
+        Path lease = Files.createFile(other.resolve("conduit-perf-0123456789abcdef0123456789abcdef.lease"));
+
+        String said = PerfPeer.removeDirectoriesOfGoneRuns(FileSystemType.answering(Libc.V9FS_MAGIC), parent);
+
+        assertThat(lease).as("the other run's lease, which looks free here").exists();
+        assertThat(said).startsWith("conduit perf: removed none of the 1 directory that other runs made in " + parent
+                        + " (conduit-perf-0000dead): the shared directory " + parent + " is on 9p, which other kernels may see too")
+                .endsWith("; remove by hand those whose runs are gone");
+
+        assertThat(PerfPeer.removeDirectoriesOfGoneRuns(Linux.libc(), parent)).as("where the leases tell")
+                .startsWith("conduit perf: removed the directory that earlier runs killed before they ended left in " + parent);
+        assertThat(other).doesNotExist();
+    }
 
     /**
      * After the client's own failure, the server is given a bounded time to read the client's BYE and exit
