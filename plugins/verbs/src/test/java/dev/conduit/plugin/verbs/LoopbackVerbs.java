@@ -364,6 +364,63 @@ final class LoopbackVerbs implements Verbs {
         return overlappingPolls;
     }
 
+    /** The thread whose allocation in the data path's calls is counted ({@link #accountAllocationOf}), or {@code null}. */
+    private volatile Thread accounted;
+    /** What the polls and posts of {@link #accounted} allocated so far; written and read by that thread only. */
+    private long simulationBytes;
+
+    /**
+     * Counts from now on what {@code ibv_poll_cq}, {@code ibv_post_recv} and {@code ibv_post_send} allocate when
+     * {@code thread} calls them ({@link #simulationBytes()}): the simulation keeps completions and posted receives as
+     * objects, which a device does not, so a test of what the transport allocates takes them out of its count.
+     */
+    void accountAllocationOf(Thread thread) {
+        simulationBytes = 0;
+        accounted = thread;
+    }
+
+    /** What the simulation's polls and posts allocated on the thread {@link #accountAllocationOf} named; read on that thread. */
+    long simulationBytes() {
+        return simulationBytes;
+    }
+
+    /** {@link #threadAllocatedBytes()} when the calling thread is {@link #accounted}, else -1. */
+    private long allocationMark() {
+        return Thread.currentThread() == accounted ? threadAllocatedBytes() : -1;
+    }
+
+    private void accountSince(long mark) {
+        if (mark >= 0) {
+            simulationBytes += threadAllocatedBytes() - mark;
+        }
+    }
+
+    /**
+     * {@code com.sun.management.ThreadMXBean#getCurrentThreadAllocatedBytes}, bound once so that a call allocates nothing (a
+     * reflective call boxes its answer); through a public lookup, as this module does not read java.management.
+     */
+    private static final java.lang.invoke.MethodHandle THREAD_ALLOCATED_BYTES;
+
+    static {
+        try {
+            Object bean = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
+            THREAD_ALLOCATED_BYTES = java.lang.invoke.MethodHandles.publicLookup().findVirtual(
+                    Class.forName("com.sun.management.ThreadMXBean"), "getCurrentThreadAllocatedBytes",
+                    java.lang.invoke.MethodType.methodType(long.class)).bindTo(bean);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** The bytes the calling thread has allocated on the heap so far. */
+    static long threadAllocatedBytes() {
+        try {
+            return (long) THREAD_ALLOCATED_BYTES.invokeExact();
+        } catch (Throwable e) {
+            throw new AssertionError("cannot read this thread's allocated bytes", e);
+        }
+    }
+
     /** Polls that {@link #failPollsAfter} or {@link #throwFromNextPoll} made fail so far. */
     synchronized int failedPolls() {
         return failedPolls;
@@ -816,6 +873,15 @@ final class LoopbackVerbs implements Verbs {
 
         @Override
         public int poll(Completions into) {
+            long mark = allocationMark();
+            try {
+                return pollSimulated(into);
+            } finally {
+                accountSince(mark);
+            }
+        }
+
+        private int pollSimulated(Completions into) {
             CountDownLatch hold;
             int n;
             synchronized (LoopbackVerbs.this) {
@@ -988,6 +1054,15 @@ final class LoopbackVerbs implements Verbs {
 
         @Override
         public void postReceive(long requestId, MemoryRegion region, long offset, int length) {
+            long mark = allocationMark();
+            try {
+                postReceiveSimulated(requestId, region, offset, length);
+            } finally {
+                accountSince(mark);
+            }
+        }
+
+        private void postReceiveSimulated(long requestId, MemoryRegion region, long offset, int length) {
             synchronized (LoopbackVerbs.this) {
                 Error error = postReceiveError;
                 if (error != null) {
@@ -1013,6 +1088,16 @@ final class LoopbackVerbs implements Verbs {
         @Override
         public void postSend(long requestId, int opcode, MemoryRegion region, long offset, int length, long remoteAddress, int remoteKey,
                              long compareAdd, long swap) {
+            long mark = allocationMark();
+            try {
+                postSendSimulated(requestId, opcode, region, offset, length, remoteAddress, remoteKey, compareAdd, swap);
+            } finally {
+                accountSince(mark);
+            }
+        }
+
+        private void postSendSimulated(long requestId, int opcode, MemoryRegion region, long offset, int length, long remoteAddress,
+                                       int remoteKey, long compareAdd, long swap) {
             synchronized (LoopbackVerbs.this) {
                 Error error = postSendError;
                 if (error != null) {
