@@ -137,11 +137,24 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
 
     /**
      * Creates the queue pair (INIT) and buffers, connects to the peer's wire-up listener and sends
-     * the request. The reply is read by progress.
+     * the request. The reply is read by progress. Listed with the transport as a connect under way
+     * throughout ({@link VerbsTransport.Connecting}): a close from another thread ends its wait for
+     * the peer's listener, and this tears down what it built before that close destroys the queues.
      *
      * @throws ConduitException naming the listener when it cannot be reached
+     * @throws IllegalStateException "verbs transport is closed" when the transport was closed under it
      */
     static VerbsEndpoint connect(VerbsTransport transport, WireFormat.Address peer, EndpointEvents events) {
+        VerbsTransport.Connecting connecting = transport.beginConnect();
+        try {
+            return connect(transport, peer, events, connecting);
+        } finally {
+            transport.endConnect(connecting);
+        }
+    }
+
+    private static VerbsEndpoint connect(VerbsTransport transport, WireFormat.Address peer, EndpointEvents events,
+                                         VerbsTransport.Connecting connecting) {
         VerbsDomain domain = transport.domain;
         Arena arena = Arena.ofShared();
         Verbs.QueuePair qp = null;
@@ -162,6 +175,7 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                     VerbsAbi.IBV_ACCESS_LOCAL_WRITE | VerbsAbi.IBV_ACCESS_REMOTE_WRITE, less);
             InetSocketAddress listener = new InetSocketAddress(InetAddress.ofLiteral(peer.host()), peer.tcpPort());
             channel = SocketChannel.open();
+            transport.connectsThrough(connecting, channel);
             try {
                 channel.socket().connect(listener, (int) Math.min(Integer.MAX_VALUE, transport.wireupTimeoutMillis));
             } catch (IOException e) {
@@ -182,15 +196,29 @@ final class VerbsEndpoint extends VerbsTransport.Connection implements Transport
                 channel.write(out); // blocking: a new connection's socket buffer takes the request at once
             }
             channel.configureBlocking(false);
+            transport.connected(endpoint);
             return endpoint;
         } catch (IOException e) {
-            throw release(transport, endpoint, peer, channel, credit, ring, qp, arena).suppressedInto(
+            throw failed(transport, release(transport, endpoint, peer, channel, credit, ring, qp, arena),
                     new ConduitException("verbs: wire-up with " + peer.host() + ":" + peer.tcpPort() + " failed: " + e.getMessage(), e));
         } catch (RuntimeException e) {
-            throw release(transport, endpoint, peer, channel, credit, ring, qp, arena).suppressedInto(e);
+            throw failed(transport, release(transport, endpoint, peer, channel, credit, ring, qp, arena), e);
         } catch (Error e) { // out of memory for the buffers, say: the queue pair and registrations are torn down all the same
-            throw release(transport, endpoint, peer, channel, credit, ring, qp, arena).suppressedInto(e);
+            throw failed(transport, release(transport, endpoint, peer, channel, credit, ring, qp, arena), e);
         }
+    }
+
+    /**
+     * What a connect that failed throws, with what its {@code teardown} met suppressed: {@code failure}; or once the
+     * transport was closed under it, the transport's "closed" with {@code failure} suppressed, not the unreachable peer
+     * or refused socket that the close's closing of the wire-up socket looks like.
+     */
+    private static RuntimeException failed(VerbsTransport transport, Teardown teardown, Throwable failure) {
+        Throwable thrown = teardown.suppressedInto(transport.failIfClosedUnder(failure));
+        if (thrown instanceof Error e) {
+            throw e;
+        }
+        return (RuntimeException) thrown;
     }
 
     /**

@@ -23,6 +23,7 @@ import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
 import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -98,7 +99,10 @@ import java.util.function.Function;
  *       inbound list first ({@link #lifecycle}); the look then throws "verbs transport is closed". An
  *       endpoint whose own close is the call, still draining, is torn down by the close, before the
  *       queues it is on, and that drain then throws the same ({@link VerbsEndpoint#close(boolean)}). A
- *       kept teardown is retried by the look or the close, one at a time ({@link #retryKeptTeardowns}). The
+ *       kept teardown is retried by the look or the close, one at a time ({@link #retryKeptTeardowns}). A
+ *       {@code connect} waiting for the peer's wire-up listener has its socket closed, which ends the
+ *       wait, and tears down its queue pair before the close destroys the queues ({@link Connecting}); it
+ *       then throws the same. The
  *       close waits for {@link #await}'s sleep, which it wakes, before it closes the descriptors
  *       the sleep polls and reads ({@link #sleeping}).</li>
  * </ul>
@@ -598,9 +602,96 @@ final class VerbsTransport implements Transport {
             throw new ConduitException("verbs: no path to the peer: its port is " + VerbsAbi.linkLayer(a.linkLayer()) + ", this worker's ("
                     + domain.deviceName() + " port " + domain.port() + ") " + VerbsAbi.linkLayer(domain.linkLayer()));
         }
-        VerbsEndpoint endpoint = VerbsEndpoint.connect(this, a, events);
-        endpoints.add(endpoint);
-        return endpoint;
+        return VerbsEndpoint.connect(this, a, events);
+    }
+
+    /**
+     * A connect under way ({@link VerbsEndpoint#connect}), on the user's thread: from before its
+     * queue pair is created until what it built is either listed in {@link #endpoints} or torn
+     * down. Its wire-up connect waits up to {@code verbs.wireup.timeout} for a peer that does not
+     * answer, longer than {@code Conduit.close()}'s wait for the call, so a close forced from
+     * another thread comes under it: that close closes its socket, which ends the wait at once, and
+     * waits for the connect to tear down its queue pair, which is on the completion queues the
+     * close destroys next. It destroyed them under that queue pair: the bare EBUSY of
+     * {@code ibv_destroy_cq}, and the queues, the channel and the protection domain left on the
+     * device for good. Under {@link #lifecycle}.
+     */
+    static final class Connecting {
+        private SocketChannel socket;
+    }
+
+    /** The connects under way: under {@link #lifecycle}, which their end notifies. */
+    private final List<Connecting> connecting = new ArrayList<>();
+
+    /**
+     * Lists a connect about to create its queue pair, refused once the transport is closed.
+     * {@link #endConnect} must follow, after whatever the connect built is listed or torn down.
+     */
+    Connecting beginConnect() {
+        synchronized (lifecycle) {
+            ensureOpen();
+            Connecting c = new Connecting();
+            connecting.add(c);
+            return c;
+        }
+    }
+
+    /**
+     * Gives {@code c} its wire-up socket before the connect waits on it, for a close to end that wait
+     * ({@link #stopConnects}); throws the transport's "closed" when the close came first.
+     */
+    void connectsThrough(Connecting c, SocketChannel socket) {
+        synchronized (lifecycle) {
+            ensureOpen();
+            c.socket = socket;
+        }
+    }
+
+    /** Lists the endpoint a connect built, unless the transport was closed meanwhile: then throws its "closed", and the connect tears it down. */
+    void connected(VerbsEndpoint endpoint) {
+        synchronized (lifecycle) {
+            ensureOpen();
+            endpoints.add(endpoint);
+        }
+    }
+
+    /** Ends {@code c}, which listed or tore down what it built: a close waiting for it goes on. */
+    void endConnect(Connecting c) {
+        synchronized (lifecycle) {
+            connecting.remove(c);
+            lifecycle.notifyAll();
+        }
+    }
+
+    /**
+     * Closes the socket of every connect under way, which ends its wire-up wait, and waits for each
+     * to tear down what it built (or list it in {@link #endpoints}, for the walk after this). The
+     * rest of a connect creates and registers, and its socket refuses once closed: no wait on a peer.
+     * The closing thread's interrupt is kept for its caller: the queues cannot be destroyed before.
+     */
+    private void stopConnects() {
+        boolean interrupted = false;
+        synchronized (lifecycle) {
+            for (Connecting c : connecting) {
+                if (c.socket != null) {
+                    try {
+                        c.socket.close();
+                    } catch (IOException e) {
+                        // the descriptor is released all the same; the connect's own teardown closes it again, which is a no-op
+                    }
+                }
+            }
+            while (!connecting.isEmpty()) {
+                try {
+                    lifecycle.wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** The path to a peer: its queue pair and port, with the smaller of the two MTUs. */
@@ -1188,6 +1279,11 @@ final class VerbsTransport implements Transport {
             failure = new ConduitException("verbs: closing the wire-up listener failed: " + ex.getMessage(), ex);
         } catch (RuntimeException | Error ex) {
             failure = ex;
+        }
+        try {
+            stopConnects();
+        } catch (RuntimeException | Error ex) {
+            failure = add(failure, ex);
         }
         boolean owned = ownSendQueueToClose();
         try {

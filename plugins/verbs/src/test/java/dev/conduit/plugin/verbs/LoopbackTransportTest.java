@@ -2240,6 +2240,66 @@ class LoopbackTransportTest {
         assertThat(verbs.openObjects()).as("queues and channel left open").isZero();
     }
 
+    /**
+     * A connect creates its queue pair on the worker's completion queues and then connects to the
+     * peer's wire-up listener, which takes up to {@code verbs.wireup.timeout} for a peer that does
+     * not answer: longer than Conduit.close()'s one-second wait for the call, which then closes the
+     * worker from another thread. The close did not know the connect: it destroyed the queues under
+     * its queue pair (the bare EBUSY of ibv_destroy_cq; the queues, the channel and the protection
+     * domain left on the device for good) while the connect waited on. Now the close ends the
+     * connect's wait by closing its socket and lets it tear its queue pair down before the queues,
+     * and the connect says the transport was closed under it.
+     */
+    @Test
+    void aCloseFromAnotherThreadWhileAConnectWaitsForThePeersListenerEndsTheConnectAndLeavesNothing() throws Exception {
+        TestWorker a = peer("verbs.wireup.timeout", "30s");
+        // A listener whose accept queue is full and that accepts nothing: a SYN to it is dropped, the connect waits for it.
+        java.nio.channels.ServerSocketChannel silent = java.nio.channels.ServerSocketChannel.open()
+                .bind(new InetSocketAddress("127.0.0.1", 0), 1);
+        closing.add(silent);
+        InetSocketAddress listener = (InetSocketAddress) silent.getLocalAddress();
+        for (int i = 0; i < 2; i++) {
+            closing.add(SocketChannel.open(listener)); // Linux queues backlog + 1 connections
+        }
+        byte[] own = a.transport.address();
+        WireFormat.Address self = WireFormat.Address.decode(new PayloadReader(own, 0, own.length, "address.verbs."));
+        byte[] peer = new WireFormat.Address(self.token(), self.context(), self.port(), self.linkLayer(), self.lid(), self.gid(),
+                self.mtu(), self.receiveBuffers(), self.bufferSize(), self.responderDepth(), self.remoteAtomics(), "127.0.0.1",
+                listener.getPort()).encode();
+        AtomicReference<Throwable> connectFailed = new AtomicReference<>();
+        Thread user = catching("worker-user", () -> a.transport.connect(new PayloadReader(peer, 0, peer.length, "address.verbs."),
+                a.failures::add), connectFailed);
+        user.start();
+        AtomicReference<Throwable> closeFailed = new AtomicReference<>();
+        Thread closer = catching("conduit-close", a.transport::close, closeFailed);
+        try {
+            awaitOrFail(() -> inSocketConnect(user), "the connect inside its TCP connect to the silent listener");
+            assertThat(verbs.openOf("qp ")).as("the connect's queue pair, created before its TCP connect").isEqualTo(1);
+            closer.start();
+            awaitOrFail(() -> !closer.isAlive() && !user.isAlive(), "the close, and the connect it cut short");
+        } finally {
+            closer.join(60_000);
+            user.join(60_000);
+        }
+
+        assertThat(closeFailed.get()).as("the worker's close").isNull();
+        assertThat(connectFailed.get()).as("the connect, whose wait the close ended").isInstanceOf(IllegalStateException.class)
+                .hasMessage("verbs transport is closed");
+        assertThat(verbs.openObjects()).as("queue pairs, regions, queues, channels and protection domains left on the device").isZero();
+        assertThat(verbs.contextsOpen()).as("device contexts left open").isZero();
+    }
+
+    /** Whether {@code thread} is inside the socket connect that {@link VerbsEndpoint#connect} makes to the peer's listener. */
+    private static boolean inSocketConnect(Thread thread) {
+        StackTraceElement[] stack = thread.getStackTrace();
+        for (int i = 1; i < stack.length; i++) {
+            if (stack[i].getClassName().equals(VerbsEndpoint.class.getName()) && stack[i].getMethodName().equals("connect")) {
+                return stack[i - 1].getMethodName().equals("connect") && !stack[i - 1].getClassName().startsWith("dev.conduit.");
+            }
+        }
+        return false;
+    }
+
     /** A thread named {@code name}, not started, that runs {@code call} and keeps what it throws in {@code failed}. */
     private static Thread catching(String name, org.assertj.core.api.ThrowableAssert.ThrowingCallable call, AtomicReference<Throwable> failed) {
         return Thread.ofPlatform().name(name).unstarted(() -> failed.set(catchThrowable(call)));
