@@ -192,7 +192,6 @@ final class PosixMemoryProvider implements MemoryProvider {
         }
     }
 
-
     /**
      * Whether a file system whose size ({@code statfs}) is {@code totalSpace} bytes has no size limit: ramfs, and a tmpfs
      * mounted {@code size=0}, report no blocks at all. They have no limit, not no room: only memory, and the memory
