@@ -577,6 +577,39 @@ public abstract class MemoryProviderContract extends PluginContract {
         provider.free(next);
     }
 
+    /**
+     * {@link MemoryProvider#close()} frees every chunk still allocated, and a free revokes the chunk's export: the export of a
+     * chunk the close found allocated is refused from then on, also once the plugin's next provider allocated a chunk of its
+     * size. A file-backed provider that forgets one leaves its file, which the check of the shared directory after each
+     * test finds; one whose chunks are entries of a device's table (devdax) leaves nothing there, and a close that unmapped
+     * but left the entries passed while a peer's import mapped memory the device handed out again
+     * ({@code BrokenPlugins.KeepsExportsPastClose}).
+     */
+    @Test
+    public void anExportOfAChunkStillAllocatedWhenItsProviderClosedNoLongerMaps() {
+        assumeIpc();
+        long size = chunkSize(provider);
+        Chunk chunk = provider.allocate(size);
+        byte[] payload = export(provider, chunk);
+        provider.close();
+        String rule = "MemoryProvider.close frees every chunk still allocated, and a free revokes the chunk's export, so that "
+                + "IpcImporter.map then refuses it with a ConduitException saying the chunk is gone (a stale handle): a close "
+                + "that unmaps the chunks but keeps their exports (a device's table entries) lets a peer map memory no one "
+                + "holds out any more, which a later allocation hands to another region";
+        assertThat(refusalToMap(payload, size, "the export of a chunk still allocated when its provider closed", rule))
+                .as("mapping the export of a chunk still allocated when its provider closed").isInstanceOf(ConduitException.class)
+                .hasMessageNotContaining("null");
+        // The plugin's next provider (its device's next owner) takes the memory the closed one gave back.
+        MemoryProvider next = closeAfterTest(plugin.openMemoryProvider(pluginContext()));
+        Chunk taken = next.allocate(size);
+        assertThat(refusalToMap(payload, size, "the export of a chunk still allocated when its provider closed, once the plugin's "
+                + "next provider allocated a chunk of its size", rule + "; an export names its chunk alone, never a place a later "
+                + "owner's chunk takes"))
+                .as("mapping the export of a chunk still allocated when its provider closed, once the next provider allocated")
+                .isInstanceOf(ConduitException.class).hasMessageNotContaining("null");
+        next.free(taken);
+    }
+
     @Test
     public void truncatedPayloadsAreRefusedNamingTheField() {
         assumeIpc();

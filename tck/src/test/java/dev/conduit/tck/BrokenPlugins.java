@@ -1218,6 +1218,24 @@ final class BrokenPlugins {
     }
 
     /**
+     * Its close() unmaps the chunks still allocated and gives their memory back to the device, but leaves their entries in
+     * the device's allocation table, as a provider that counts on the device's next owner to reset the table would: the
+     * export of a chunk still allocated at the close still maps, memory the device hands out again. A table-indexed medium
+     * leaves no file for the check of the shared directory to find.
+     */
+    public static final class KeepsExportsPastClose extends TableMemoryPlugin {
+        @Override
+        public MemoryProvider openMemoryProvider(PluginContext context) {
+            return new Provider() {
+                @Override
+                public void close() {
+                    for (TableChunk c : List.copyOf(chunks)) unmapAndGiveBack(c);
+                }
+            };
+        }
+    }
+
+    /**
      * Its importer, asked for a chunk file that is not there, maps the chunk its provider allocated last instead, as a
      * lookup that tolerated a stale or mistyped name would: memory no handle named, where a refusal was due.
      */
@@ -2089,6 +2107,13 @@ final class BrokenPlugins {
         @Override
         protected ConduitPlugin newPlugin() {
             return new ReusesChunkNames();
+        }
+    }
+
+    public static final class KeepsExportsPastCloseSuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new KeepsExportsPastClose();
         }
     }
 

@@ -111,6 +111,10 @@ class TckCatchesBrokenPluginsTest {
                 // Until the TCK allocated a chunk after the free, this variant passed: the freed chunk's file was gone.
                 Arguments.of(BrokenPlugins.ReusesChunkNamesSuite.class, "anExportOfAFreedChunkNoLongerMaps",
                         "mapped the export of a freed chunk once a chunk of its size was allocated after it (8192 bytes) instead of refusing it"),
+                // A table-indexed medium leaves no file behind: until the TCK imported after a close, this variant passed.
+                Arguments.of(BrokenPlugins.KeepsExportsPastCloseSuite.class, "anExportOfAChunkStillAllocatedWhenItsProviderClosedNoLongerMaps",
+                        "mapped the export of a chunk still allocated when its provider closed (8192 bytes) instead of refusing it: "
+                                + "MemoryProvider.close frees every chunk"),
                 Arguments.of(BrokenPlugins.IgnoresChunkLengthSuite.class, "alteredPayloadsAndLengthsFailCleanly",
                         "mapped the export of a 8192-byte chunk as 0 bytes (8192 bytes) instead of refusing it: IpcImporter.map refuses a chunkLength"),
                 Arguments.of(BrokenPlugins.MapsAPrefixOfAChunkSuite.class, "alteredPayloadsAndLengthsFailCleanly",

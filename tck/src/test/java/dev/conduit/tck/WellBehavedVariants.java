@@ -376,6 +376,17 @@ final class WellBehavedVariants {
         }
     }
 
+    /**
+     * The memory suite on {@link TableMemoryPlugin}, whose medium is not a file; run by {@link WellBehavedVariantsTckTest}
+     * for the checks made in one process (its imports map in the exporting JVM only).
+     */
+    public static final class TableMemorySuite extends MemoryProviderContract {
+        @Override
+        protected ConduitPlugin newPlugin() {
+            return new TableMemoryPlugin();
+        }
+    }
+
     /** The memory suite on {@link ReclaimsOnlyWhenAsked} for an author whose plugin leaves the clearing to something outside it. */
     public static final class ClearedOutsideThePluginSuite extends MemoryProviderContract {
         static final String WHY = "a dead exporter's files are cleared by systemd-tmpfiles, as docs/operating.md says";

@@ -3,10 +3,12 @@ package dev.conduit.tck;
 import dev.conduit.spi.ConduitPlugin;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import org.junit.platform.engine.DiscoverySelector;
 import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
 
 import java.time.Duration;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectMethod;
@@ -172,6 +174,32 @@ class WellBehavedVariantsTckTest {
                 .execute()
                 .testEvents()
                 .assertStatistics(stats -> stats.started(1).succeeded(1).failed(0));
+    }
+
+    /**
+     * A provider whose medium is not a file (a device's allocation table, {@link TableMemoryPlugin}) passes every check made
+     * in one process, the stale exports' among them, whose broken variant leaves no file for the check of the shared
+     * directory to find ({@link BrokenPlugins.KeepsExportsPastClose} fails the one of a close). Its imports map in the
+     * exporting JVM only: the checks of a second process are not its.
+     */
+    @Test
+    void aTableIndexedProviderPassesTheChecksMadeInOneProcess() {
+        Class<?> suite = WellBehavedVariants.TableMemorySuite.class;
+        List<String> checks = List.of("allocatesZeroedWritablePageAlignedChunks", "chunksMadeOfFreedMemoryAreZeroedToo",
+                "refusesSizesThatAreNotPositiveMultiplesOfThePageSize", "freeUnmapsTheChunk", "closeFreesEveryChunkAndIsIdempotent",
+                "anExportMapsInThisProcessAsTheSameMemory", "oneImporterMapsForSeveralThreadsAtOnceEachItsOwnChunk",
+                "anExportOfAFreedChunkNoLongerMaps", "anExportOfAChunkStillAllocatedWhenItsProviderClosedNoLongerMaps",
+                "truncatedPayloadsAreRefusedNamingTheField", "alteredPayloadsAndLengthsFailCleanly", "theRuntimeGivesPoolsOverIt",
+                "theRuntimePoolsAndCachesItsRegions");
+        Events tests = EngineTestKit.engine("junit-jupiter")
+                .selectors(checks.stream().map(check -> selectMethod(suite, check)).toArray(DiscoverySelector[]::new))
+                .execute()
+                .testEvents();
+        assertThat(tests.failed().list()).as("checks of %s that failed", suite.getSimpleName())
+                .extracting(e -> e.getTestDescriptor().getDisplayName() + ": " + e.getPayload(org.junit.platform.engine.TestExecutionResult.class)
+                        .flatMap(org.junit.platform.engine.TestExecutionResult::getThrowable).orElseThrow())
+                .isEmpty();
+        assertThat(tests.succeeded().count()).as("checks of %s that succeeded", suite.getSimpleName()).isEqualTo(checks.size());
     }
 
     /** A suite whose trigger aborts (the files are cleared outside the plugin) skips the check, showing the reason, and leaves nothing. */
