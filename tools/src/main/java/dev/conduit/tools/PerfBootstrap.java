@@ -245,7 +245,12 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      * and to choose another {@code --shared-dir}.
      */
     Published publish(Path directory, String name) {
-        return publish(directory, name, () -> { });
+        return publish(Linux.libc(), directory, name);
+    }
+
+    /** {@link #publish(Path, String)}, judging the directory through {@code libc} ({@link ConduitCommand#libc}). */
+    Published publish(Libc libc, Path directory, String name) {
+        return publish(libc, directory, name, () -> { });
     }
 
     /**
@@ -253,6 +258,10 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      * process's judgement of it may come: for tests.
      */
     Published publish(Path directory, String name, Runnable meanwhile) {
+        return publish(Linux.libc(), directory, name, meanwhile);
+    }
+
+    private Published publish(Libc libc, Path directory, String name, Runnable meanwhile) {
         Path file = file(directory, name);
         byte[] text = encode();
         String replaced = null;
@@ -262,8 +271,8 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 channel = create(file);
             } catch (FileAlreadyExistsException e) {
                 meanwhile.run();
-                String gone = removeIfItsServerIsGone(file);
-                if (gone == null && Files.exists(file, LinkOption.NOFOLLOW_LINKS)) throw exists(file, name, e);
+                String gone = removeIfItsServerIsGone(libc, file);
+                if (gone == null && Files.exists(file, LinkOption.NOFOLLOW_LINKS)) throw exists(libc, file, name, e);
                 if (gone != null) replaced = gone;
                 if (attempt == PUBLISH_ATTEMPTS) throw lost(file);
                 continue; // replaced, or removed meanwhile: created on the next attempt (or found another server's there)
@@ -334,7 +343,19 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
                 PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
     }
 
-    private static ConduitException exists(Path file, String name, IOException cause) {
+    private static ConduitException exists(Libc libc, Path file, String name, IOException cause) {
+        String kind;
+        try (SharedDirectory directory = SharedDirectory.open(libc, file.getParent(), "--shared-dir")) {
+            kind = directory.seenByOtherKernels();
+        } catch (RuntimeException e) {
+            kind = null;
+        }
+        if (kind != null) {
+            return new ConduitException("cannot publish the perf server's address: " + file + " exists, and this server does not "
+                    + "replace it: " + file.getParent() + " is on " + kind + ", which other kernels may see too (a VM's guest and its "
+                    + "host, other hosts), where a lock held under another kernel may look free under this one, so the server that "
+                    + "published it may run there: choose another --name, or remove the file by hand once sure that server is gone", cause);
+        }
         return new ConduitException("cannot publish the perf server's address: " + file + " exists, and the server that "
                 + "published it was not found gone (a new server replaces the complete file of one that holds no lock on it and whose "
                 + "worker holds no lease there, as a server of a Conduit before 2026-12-04, which locked nothing, still does): another "
@@ -348,33 +369,26 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
      * {@code null} and leaves it. An incomplete one stays: a server creates the file before it locks it, so one that is
      * starting may be about to write it.
      */
-    static String removeIfItsServerIsGone(Path file) {
-        return removeIfUnlocked(file, false);
+    static String removeIfItsServerIsGone(Libc libc, Path file) {
+        return removeIfUnlocked(libc, file, false);
     }
 
     /**
-     * The same, also for an incomplete bootstrap nobody holds the lock on (its server was killed while writing it): for
-     * a run's private directory in which every owner is dead, so that no server of it can be starting, whose lease there
-     * would be live (PerfPeer.removeDirectoriesOfGoneRuns). One that is being written is locked, and stays.
-     */
-    static String removeIfNoServerHoldsIt(Path file) {
-        return removeIfUnlocked(file, true);
-    }
-
-    /**
-     * {@link #removeIfNoServerHoldsIt} of the file {@code name} in {@code directory}, judged and removed through the
-     * directory's descriptor (no symbolic link followed): for a run's directory in the shared directory, which another
-     * process may write, where by path a directory swapped for a link in that instant led the removal of a
-     * bootstrap-like file outside it (found by helper h38).
+     * The same for the file {@code name} in {@code directory}, also for an incomplete bootstrap nobody holds the lock on (its
+     * server was killed while writing it): for a run's private directory in which every owner is dead, so that no server
+     * of it can be starting, whose lease there would be live (PerfPeer.removeDirectoriesOfGoneRuns). One that is being
+     * written is locked, and stays. Judged and removed through the directory's descriptor (no symbolic link followed): the
+     * run's directory is in the shared directory, which another process may write, where by path a directory swapped for
+     * a link in that instant led the removal of a bootstrap-like file outside it (found by helper h38).
      */
     static String removeIfNoServerHoldsIt(SharedDirectory directory, String name) {
         return removeIfUnlocked(directory, name, true);
     }
 
-    private static String removeIfUnlocked(Path file, boolean incompleteToo) {
+    private static String removeIfUnlocked(Libc libc, Path file, boolean incompleteToo) {
         SharedDirectory directory;
         try {
-            directory = SharedDirectory.open(Linux.libc(), file.toAbsolutePath().getParent(), "--shared-dir");
+            directory = SharedDirectory.open(libc, file.toAbsolutePath().getParent(), "--shared-dir");
         } catch (RuntimeException e) { // no directory: no file to judge
             return null;
         }
@@ -388,6 +402,9 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
         // Not even opened when a server of this JVM holds it: closing any descriptor of a file drops every fcntl lock the
         // process holds on it, that server's too.
         if (PUBLISHED_HERE.containsKey(file.toAbsolutePath().normalize())) return null;
+        // Where other kernels may see the directory (9p, virtiofs: a host and its container, the setup a bootstrap file is
+        // for), a live server under another kernel holds a lock and a lease that look free here: its file is never judged.
+        if (OwnerLease.leasesAcrossKernels(directory) != null) return null;
         // Only a regular file, reopened as a channel through the descriptor that was looked at: a device node there (a
         // container's root can make one) is never opened, its driver never asked (found by helper h35).
         Libc libc = Linux.libc();

@@ -352,7 +352,7 @@ final class PerfCommand implements Callable<Integer> {
             dir = sharedDirectoryOf(c);
             PerfServer.Options o = new PerfServer.Options(threadMode, regionSize != null ? regionSize : 1L << 20, keep, dir,
                     name != null ? name : DEFAULT_NAME, listen, exitWithStdin, timeout);
-            server = new PerfServer(c, o, out, err);
+            server = new PerfServer(c, conduit.libc(), o, out, err);
             exit = server.run();
         }
         if (server.stoppedByStdin() && listen == null && PerfPeer.isPrivateDirectory(dir)) {

@@ -9,6 +9,8 @@ import dev.conduit.Region;
 import dev.conduit.Worker;
 import dev.conduit.WorkerAddress;
 import dev.conduit.internal.formats.WorkerIdentity;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ConfigKey;
 import dev.conduit.spi.PayloadEncoder;
@@ -79,6 +81,8 @@ final class PerfServer {
     static final long SHUTDOWN_WAIT_NANOS = 15_000_000_000L;
 
     private final Conduit conduit;
+    /** The system calls its bootstrap file's directory is judged through ({@link ConduitCommand#libc}). */
+    private final Libc libc;
     private final Options options;
     private final PrintWriter out;
     private final PrintWriter err;
@@ -143,7 +147,12 @@ final class PerfServer {
     private long session;
 
     PerfServer(Conduit conduit, Options options, PrintWriter out, PrintWriter err) {
+        this(conduit, Linux.libc(), options, out, err);
+    }
+
+    PerfServer(Conduit conduit, Libc libc, Options options, PrintWriter out, PrintWriter err) {
         this.conduit = conduit;
+        this.libc = libc;
         this.options = options;
         this.out = out;
         this.err = err;
@@ -208,7 +217,7 @@ final class PerfServer {
                 listener.serveInBackground(bootstrap, failure -> listenerFailure = failure);
                 where = "listening on " + listener.address();
             } else {
-                published = bootstrap.publish(options.sharedDir(), options.name());
+                published = bootstrap.publish(libc, options.sharedDir(), options.name());
                 if (published.replaced() != null) {
                     err.println("conduit perf server: replaced " + published.file() + ", which a server that is gone left ("
                             + published.replaced() + "; it holds no lock on it)");

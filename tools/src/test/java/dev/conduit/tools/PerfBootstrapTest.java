@@ -2,6 +2,8 @@ package dev.conduit.tools;
 
 import dev.conduit.Conduit;
 import dev.conduit.Worker;
+import dev.conduit.linux.Libc;
+import dev.conduit.linux.Linux;
 import dev.conduit.spi.ConduitException;
 import dev.conduit.spi.ThreadMode;
 import org.junit.jupiter.api.Test;
@@ -58,6 +60,30 @@ class PerfBootstrapTest {
             assertThat(PerfBootstrap.decode(Files.readAllBytes(file), file.toString(), "").pid()).as("kept").isEqualTo(42);
         }
         assertThat(file).as("removed by the close").doesNotExist();
+    }
+
+    /**
+     * In a shared directory other kernels may see too (9p, virtiofs: a host and its container through one mounted
+     * directory, the setup --server and --connect are for), a complete file nobody here holds the lock on, whose worker
+     * holds no lease here, may be a live server's under another kernel, whose locks look free under this one: a second
+     * server of that name leaves it and fails, naming the file system and the remedy. It removed the live server's file
+     * and published its own, and that server's clients found the wrong one. Where the leases tell, it is replaced.
+     */
+    @Test
+    void aFileWhoseServerMayRunUnderAnotherKernelIsNotReplaced() throws Exception {
+        Path file = PerfBootstrap.file(shared, "guest");
+        Files.write(file, bootstrap(41).encode()); // as a live server under another kernel looks here: whole, its lock free
+
+        assertThatThrownBy(() -> bootstrap(42).publish(FileSystemType.answering(Libc.V9FS_MAGIC), shared, "guest"))
+                .isInstanceOf(ConduitException.class)
+                .hasMessage("cannot publish the perf server's address: " + file + " exists, and this server does not replace it: "
+                        + shared + " is on 9p, which other kernels may see too (a VM's guest and its host, other hosts), where a lock "
+                        + "held under another kernel may look free under this one, so the server that published it may run there: choose another --name, or remove the file by hand once sure that server is gone");
+        assertThat(PerfBootstrap.decode(Files.readAllBytes(file), file.toString(), "").pid()).as("kept").isEqualTo(41);
+
+        try (PerfBootstrap.Published published = bootstrap(42).publish(Linux.libc(), shared, "guest")) {
+            assertThat(published.replaced()).as("where the leases tell").isEqualTo("pid 41 on host-41");
+        }
     }
 
     /**
