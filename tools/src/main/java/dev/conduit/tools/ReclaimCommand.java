@@ -121,10 +121,7 @@ final class ReclaimCommand implements Callable<Integer> {
         }
         List<String> failures = failures(reclaimed);
         if (json) ReclaimJson.write(reclaimed, dryRun, failures, out);
-        if (text != null && dryRun) {
-            text.println("dry run: nothing was removed; conduit reclaim without --dry-run removes what it then finds of dead "
-                    + "owners, an owner that dies meanwhile included");
-        }
+        if (text != null && dryRun) text.println(dryRunEnd(reclaimed));
         out.flush();
         if (!failures.isEmpty()) {
             String where = json ? "the document says each" : "above";
@@ -132,6 +129,20 @@ final class ReclaimCommand implements Callable<Integer> {
         }
         boolean wouldRemove = reclaimed.stream().anyMatch(place -> !place.removed().isEmpty());
         return dryRun && wouldRemove ? ConduitCommand.EXIT_WOULD_REMOVE : ConduitCommand.EXIT_OK;
+    }
+
+    /**
+     * The dry run's last line: what a reclaim without {@code --dry-run} does, said only of the places the dry run could
+     * judge; a place it could not (refused on a file system other kernels may see, a directory it cannot list) the
+     * reclaim cannot either, for the same reason, and being told it "removes what it then finds" sent the user to it.
+     */
+    private static String dryRunEnd(List<Reclaimed> reclaimed) {
+        List<String> judged = reclaimed.stream().filter(place -> place.error() == null)
+                .map(place -> place.place().plugin() + " in " + place.place().directory()).toList();
+        String end = "dry run: nothing was removed; conduit reclaim without --dry-run ";
+        if (judged.isEmpty()) return end + "cannot reclaim there either (above, with what to do)";
+        return end + "removes what it then finds of dead owners" + (judged.size() < reclaimed.size() ? " in " + String.join(", ", judged)
+                + " (where this dry run could not reclaim, above, it cannot either)" : "") + ", an owner that dies meanwhile included";
     }
 
     /** Why the reclaim of {@code reclaimed} exits with 1, each a clause of the one error line; empty when it exits with 0. */

@@ -321,8 +321,10 @@ class SharedFilesCommandTest {
     /**
      * On a directory other kernels may see too (9p here, its {@code fstatfs} faked), a free lease may be held under another
      * kernel: {@code conduit reclaim} refuses it, naming the file system, the directory, the risk and {@code --trust-leases},
-     * and exits with 1 having removed nothing, also with {@code --dry-run} (not 3: nothing was judged); with
-     * {@code --trust-leases} it reclaims as on tmpfs. Until 2026-12-08 the refusal had no test.
+     * and exits with 1 having removed nothing, also with {@code --dry-run} (not 3: nothing was judged), whose last line
+     * then says that the reclaim would be refused too: it said "conduit reclaim without --dry-run removes what it then
+     * finds", which sent the user to a run refused the same way. With {@code --trust-leases} it reclaims as on tmpfs.
+     * Until 2026-12-08 the refusal had no test.
      */
     @Test
     void reclaimRefusesADirectoryOtherKernelsMaySeeUnlessTrustLeasesIsGiven() throws IOException {
@@ -342,12 +344,36 @@ class SharedFilesCommandTest {
             assertThat(refused.err()).contains("conduit: cannot reclaim in posix in " + shared);
             assertThat(names()).as("a refused reclaim removes nothing").isEqualTo(before);
         }
+        assertThat(over9p.run(concat("reclaim", concat("--dry-run", posix))).out()).as("the dry run's last line")
+                .endsWith("\ndry run: nothing was removed; conduit reclaim without --dry-run cannot reclaim there either (above, "
+                        + "with what to do)\n")
+                .doesNotContain("removes what it then finds");
 
         Result trusted = over9p.run(concat("reclaim", concat("--trust-leases", posix)));
 
         assertThat(trusted.exitCode()).as(trusted.out() + trusted.err()).isZero();
         assertThat(trusted.out()).contains("removed 2 files, 4096 bytes, of 1 dead owner; removed 1 pending lease nobody held\n");
         assertThat(names()).containsExactly(STRAY);
+    }
+
+    /**
+     * A dry run that could judge one place and not another (posix.dir missing) says what the reclaim without
+     * {@code --dry-run} removes of the place it judged, by name, and that it cannot reclaim where the dry run could not;
+     * it said the reclaim "removes what it then finds" of every place.
+     */
+    @Test
+    void reclaimDryRunSaysWhatTheReclaimRemovesOnlyOfThePlacesItCouldJudge() throws IOException {
+        leaveADeadOwner();
+        Path missing = shared.resolve("missing");
+
+        Result dry = conduit.run("reclaim", "--dry-run", "--set", "shared.dir=" + shared, "--set", "posix.dir=" + missing,
+                "--set", "transports=posix");
+
+        assertThat(dry.exitCode()).as(dry.out() + dry.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+        assertThat(dry.out()).contains("posix  " + missing + "  (posix.dir", "  cannot reclaim: ")
+                .endsWith("\ndry run: nothing was removed; conduit reclaim without --dry-run removes what it then finds of dead owners "
+                        + "in posix in " + shared + " (where this dry run could not reclaim, above, it cannot either), an owner that "
+                        + "dies meanwhile included\n");
     }
 
     @Test
