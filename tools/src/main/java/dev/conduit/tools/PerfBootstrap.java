@@ -344,23 +344,35 @@ record PerfBootstrap(long pid, String host, String threadMode, long regionSize, 
     }
 
     private static ConduitException exists(Libc libc, Path file, String name, IOException cause) {
-        String kind;
-        try (SharedDirectory directory = SharedDirectory.open(libc, file.getParent(), "--shared-dir")) {
-            kind = directory.seenByOtherKernels();
-        } catch (RuntimeException e) {
-            kind = null;
-        }
-        if (kind != null) {
+        String underAnotherKernel = mayRunUnderAnotherKernel(libc, file);
+        if (underAnotherKernel != null) {
             return new ConduitException("cannot publish the perf server's address: " + file + " exists, and this server does not "
-                    + "replace it: " + file.getParent() + " is on " + kind + ", which other kernels may see too (a VM's guest and its "
-                    + "host, other hosts), where a lock held under another kernel may look free under this one, so the server that "
-                    + "published it may run there: choose another --name, or remove the file by hand once sure that server is gone", cause);
+                    + "replace it: " + underAnotherKernel, cause);
         }
         return new ConduitException("cannot publish the perf server's address: " + file + " exists, and the server that "
                 + "published it was not found gone (a new server replaces the complete file of one that holds no lock on it and whose "
                 + "worker holds no lease there, as a server of a Conduit before 2026-12-04, which locked nothing, still does): another "
                 + "server named '" + name + "' runs with this shared directory, or the file is incomplete or no server's: "
                 + "choose another --name, or, if none runs, remove the file", cause);
+    }
+
+    /**
+     * Where {@code file}'s directory is on a file system other kernels may see too ({@link SharedDirectory#seenByOtherKernels()}),
+     * that the server that published it may run under another kernel, whose lock on it looks free here, and what to do; null
+     * elsewhere (or where the directory cannot be opened). A server does not replace such a file, and a client that cannot
+     * reach its server says so rather than that a new server replaces it.
+     */
+    static String mayRunUnderAnotherKernel(Libc libc, Path file) {
+        String kind;
+        try (SharedDirectory directory = SharedDirectory.open(libc, file.toAbsolutePath().getParent(), "--shared-dir")) {
+            kind = directory.seenByOtherKernels();
+        } catch (RuntimeException e) {
+            return null;
+        }
+        return kind == null ? null : file.toAbsolutePath().getParent() + " is on " + kind + ", which other kernels may see too (a "
+                + "VM's guest and its host, other hosts), where a lock held under another kernel may look free under this one, so the "
+                + "server that published it may run there: choose another --name, or remove the file by hand "
+                + "once sure that server is gone";
     }
 
     /**

@@ -398,6 +398,12 @@ final class PerfCommand implements Callable<Integer> {
                 // Another user's server refuses this client's workers whether it runs or not, which the error says with both
                 // uids and the remedy: "may be gone ... start one" sent a container's root client to start a server beside it.
                 if (file == null || runsHere || PerfBootstrap.ofAnotherUser(file) || PerfBootstrap.heldByItsServer(file)) throw e;
+                // A free lock proves nothing where other kernels see the directory, and a new --server does not replace the file there.
+                String underAnotherKernel = PerfBootstrap.mayRunUnderAnotherKernel(conduit.libc(), file);
+                if (underAnotherKernel != null) {
+                    throw new ConduitException(e.getMessage() + ". The server that published " + file + " (pid " + bootstrap.pid()
+                            + " on " + bootstrap.host() + ") may be gone, or run under another kernel: " + underAnotherKernel, e);
+                }
                 throw new ConduitException(e.getMessage() + ". The server that published " + file + " (pid " + bootstrap.pid() + " on "
                         + bootstrap.host() + ") may be gone: a server that was killed leaves its file, which a new --server replaces "
                         + "(the lock the server held on it went with it). If none runs, start one", e);

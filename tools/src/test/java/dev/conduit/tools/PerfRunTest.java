@@ -1158,6 +1158,27 @@ class PerfRunTest {
     }
 
     /**
+     * The same over a shared directory other kernels may see too (9p here, faked): the file's server may run under another
+     * kernel, whose lock looks free here, and a new --server does not replace the file there, so the client says that and
+     * what to do, not that a new server replaces it (which sent the user to a server refused with "exists").
+     */
+    @Test
+    void aClientOfABootstrapFileWhoseServerItCannotReachOverADirectoryOtherKernelsSeeSaysItMayRunUnderAnother() throws Exception {
+        try (ServerProcess server = ServerProcess.start("cperf-stale9p", "--name", "stale")) {
+            Path file = server.killLeavingItsFile("stale");
+
+            Result result = HangGuard.await("conduit perf --connect over 9p", () -> conduit.withLibc(
+                    FileSystemType.answering(dev.conduit.linux.Libc.V9FS_MAGIC)).run("perf", "--connect", "--shared-dir",
+                    server.shared().toString(), "--name", "stale", "am_lat", "-n", "10", "--timeout", "2s"));
+
+            assertThat(result.exitCode()).as(result.err()).isEqualTo(ConduitCommand.EXIT_FAILED);
+            assertThat(result.err()).contains("The server that published " + file).contains("may be gone, or run under another kernel")
+                    .contains("is on 9p").contains("choose another --name, or remove the file by hand once sure that server is gone")
+                    .doesNotContain("which a new --server replaces");
+        }
+    }
+
+    /**
      * A server started after one of its name was killed replaces the file the killed one left, whose lock went with the
      * killed process; a client then runs against it. It used to refuse for good ("exists ... remove the file"), so that a
      * supervisor restarting it after a kill -9 looped (helper h6). A second server while that one runs still refuses:
